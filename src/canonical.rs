@@ -1,0 +1,283 @@
+//! The one canonical address of a page, and the redirect to it.
+//!
+//! Two duplicates are fixed, both in one hop: the host form (`www.` prefix
+//! added or removed, by [`WwwMode`]) and a leaked `/www` path segment
+//! prefix (`/www`, `/www/…`, repeated; not `/wwwx`). Path and query are
+//! copied byte for byte from the original request-target. The Location is
+//! absolute and is built only from a host that passed [`split_authority`]
+//! and from path/query bytes that the caller must still turn into a
+//! `HeaderValue` (which rejects CR, LF and other control bytes).
+
+use crate::config::RedirectConfig;
+
+/// Which host form is canonical.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WwwMode {
+    /// `www.example.com` → `example.com` (the default).
+    Apex,
+    /// `example.com` → `www.example.com`.
+    Www,
+    /// Hosts are left alone.
+    Off,
+}
+
+/// The absolute URL the request should be redirected to, or `None` when
+/// the address is already canonical, the host is not a valid host, or an
+/// allow-list is configured and does not hold the target host.
+///
+/// `authority` is the Host header (or the request-target's authority) as
+/// received; `scheme` is `http` or `https`.
+pub fn location(
+    config: &RedirectConfig,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    query: Option<&str>,
+) -> Option<String> {
+    let (host, port) = split_authority(authority)?;
+    let new_host = match config.www {
+        WwwMode::Apex => strip_www(host),
+        WwwMode::Www => add_www(host),
+        WwwMode::Off => None,
+    };
+    let new_path = if config.strip_www_path {
+        strip_www_path(path)
+    } else {
+        None
+    };
+    if new_host.is_none() && new_path.is_none() {
+        return None;
+    }
+    let (host, www_prefix) = match new_host {
+        Some(HostFix::Strip(rest)) => (rest, ""),
+        Some(HostFix::AddWww) => (host, "www."),
+        None => (host, ""),
+    };
+    if !config.hosts.is_empty() && !allowed(&config.hosts, www_prefix, host) {
+        return None;
+    }
+    let path = new_path.unwrap_or(path);
+    let mut url = String::with_capacity(
+        scheme.len() + 3 + www_prefix.len() + authority.len() + path.len() + 1 + query.map_or(0, str::len),
+    );
+    url.push_str(scheme);
+    url.push_str("://");
+    url.push_str(www_prefix);
+    url.extend(host.chars().map(|c| c.to_ascii_lowercase()));
+    if let Some(port) = port {
+        url.push(':');
+        url.push_str(port);
+    }
+    url.push_str(path);
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    Some(url)
+}
+
+enum HostFix<'a> {
+    Strip(&'a str),
+    AddWww,
+}
+
+fn strip_www(host: &str) -> Option<HostFix<'_>> {
+    let prefix = host.get(..4)?;
+    let rest = &host[4..];
+    if prefix.eq_ignore_ascii_case("www.") && !rest.is_empty() && !rest.starts_with('.') {
+        Some(HostFix::Strip(rest))
+    } else {
+        None
+    }
+}
+
+fn add_www(host: &str) -> Option<HostFix<'static>> {
+    let has_www = host.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."));
+    let is_ip = host.starts_with('[') || host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let has_dot = host.trim_end_matches('.').contains('.');
+    if has_www || is_ip || !has_dot {
+        None
+    } else {
+        Some(HostFix::AddWww)
+    }
+}
+
+fn allowed(hosts: &[Box<str>], www_prefix: &str, host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    hosts.iter().any(|h| {
+        h.len() == www_prefix.len() + host.len()
+            && h.starts_with(www_prefix)
+            && h[www_prefix.len()..].eq_ignore_ascii_case(host)
+    })
+}
+
+/// The path without its leading `/www` segments, or `None` if it has none.
+/// `/www` → `/`, `/www/a` → `/a`, `/www/www/a` → `/a`; `/wwwx` is kept.
+pub fn strip_www_path(path: &str) -> Option<&str> {
+    let mut rest = path;
+    loop {
+        if rest == "/www" {
+            return Some("/");
+        }
+        if !rest.starts_with("/www/") {
+            break;
+        }
+        rest = &rest[4..];
+    }
+    (rest.len() != path.len()).then_some(rest)
+}
+
+/// Splits `host[:port]` and checks it: the host must be a DNS-style name
+/// ([`is_hostname`]) or a bracketed IPv6 literal, the port 1 to 5 digits.
+/// Anything else (user info, spaces, control bytes, an empty host) is
+/// `None`: such a host is never reflected into a Location.
+pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
+    let (host, port) = if authority.starts_with('[') {
+        let close = authority.find(']')?;
+        let host = &authority[..=close];
+        let inner = &host[1..close];
+        if inner.is_empty() || !inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+            return None;
+        }
+        match &authority[close + 1..] {
+            "" => (host, None),
+            rest => (host, Some(rest.strip_prefix(':')?)),
+        }
+    } else {
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        if !is_hostname(host.as_bytes()) {
+            return None;
+        }
+        (host, port)
+    };
+    if let Some(port) = port {
+        if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+    }
+    Some((host, port))
+}
+
+/// A DNS-style host name: labels of ASCII letters, digits, `-` and `_`,
+/// separated by single dots, optionally ending in one dot; at most 253
+/// bytes. IPv4 addresses pass too.
+pub fn is_hostname(host: &[u8]) -> bool {
+    let host = host.strip_suffix(b".").unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split(|&b| b == b'.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(www: WwwMode, hosts: &[&str]) -> RedirectConfig {
+        RedirectConfig {
+            www,
+            strip_www_path: true,
+            hosts: hosts.iter().map(|&h| h.into()).collect(),
+        }
+    }
+
+    #[test]
+    fn apex_table() {
+        let c = config(WwwMode::Apex, &[]);
+        let rows: &[(&str, &str, Option<&str>, Option<&str>)] = &[
+            ("www.example.com", "/", None, Some("http://example.com/")),
+            ("WWW.Example.COM", "/a", None, Some("http://example.com/a")),
+            ("www.example.com:8080", "/a", Some("b=1"), Some("http://example.com:8080/a?b=1")),
+            ("www.example.com.", "/", None, Some("http://example.com./")),
+            ("example.com", "/", None, None),
+            ("example.com", "/www", None, Some("http://example.com/")),
+            ("example.com", "/www/", None, Some("http://example.com/")),
+            ("example.com", "/www/a/b", Some("x=%20&y"), Some("http://example.com/a/b?x=%20&y")),
+            ("example.com", "/www/www/a", None, Some("http://example.com/a")),
+            ("example.com", "/wwwx", None, None),
+            ("example.com", "/WWW/a", None, None),
+            ("example.com", "/a/www/b", None, None),
+            ("www.example.com", "/www/a", Some(""), Some("http://example.com/a?")),
+            ("example.com", "/www//evil.com", None, Some("http://example.com//evil.com")),
+            ("www.", "/", None, None),
+            ("www..com", "/", None, None),
+            ("wwwexample.com", "/", None, None),
+            ("www.example.com:", "/", None, None),
+            ("www.example.com:123456", "/", None, None),
+            ("user@www.example.com", "/", None, None),
+            ("www.exa mple.com", "/", None, None),
+            ("www.example.com\r\nX: y", "/", None, None),
+            ("", "/www/a", None, None),
+            ("[::1]:8080", "/www/a", None, Some("http://[::1]:8080/a")),
+            ("[::1", "/www/a", None, None),
+            ("127.0.0.1", "/www", None, Some("http://127.0.0.1/")),
+        ];
+        for &(host, path, query, want) in rows {
+            assert_eq!(
+                location(&c, "http", host, path, query).as_deref(),
+                want,
+                "{host} {path} {query:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn www_mode_table() {
+        let c = config(WwwMode::Www, &[]);
+        let rows: &[(&str, &str, Option<&str>)] = &[
+            ("example.com", "/a", Some("https://www.example.com/a")),
+            ("Example.com:443", "/www/a", Some("https://www.example.com:443/a")),
+            ("www.example.com", "/a", None),
+            ("localhost:8080", "/a", None),
+            ("10.0.0.1", "/a", None),
+            ("[::1]", "/a", None),
+        ];
+        for &(host, path, want) in rows {
+            assert_eq!(location(&c, "https", host, path, None).as_deref(), want, "{host}");
+        }
+    }
+
+    #[test]
+    fn off_mode_still_strips_the_path() {
+        let c = config(WwwMode::Off, &[]);
+        assert_eq!(location(&c, "http", "www.example.com", "/a", None), None);
+        assert_eq!(
+            location(&c, "http", "www.example.com", "/www/a", None).as_deref(),
+            Some("http://www.example.com/a")
+        );
+    }
+
+    #[test]
+    fn allow_list_limits_targets() {
+        let c = config(WwwMode::Apex, &["example.com"]);
+        assert_eq!(
+            location(&c, "http", "WWW.EXAMPLE.COM.", "/", None).as_deref(),
+            Some("http://example.com./")
+        );
+        assert_eq!(location(&c, "http", "www.other.org", "/", None), None);
+        assert_eq!(location(&c, "http", "other.org", "/www/a", None), None);
+        let c = config(WwwMode::Www, &["www.example.com"]);
+        assert_eq!(
+            location(&c, "http", "example.com", "/", None).as_deref(),
+            Some("http://www.example.com/")
+        );
+        assert_eq!(location(&c, "http", "example.org", "/", None), None);
+    }
+
+    #[test]
+    fn canonical_addresses_are_fixed_points() {
+        let c = config(WwwMode::Apex, &[]);
+        for (host, path) in [("www.example.com", "/www/www/a"), ("www.a.b:81", "/www"), ("x.y", "/www/")] {
+            let first = location(&c, "http", host, path, Some("q")).expect("redirects");
+            let uri: http::Uri = first.parse().expect("valid URI");
+            let authority = uri.authority().expect("absolute").as_str();
+            assert_eq!(location(&c, "http", authority, uri.path(), uri.query()), None, "{first}");
+        }
+    }
+}

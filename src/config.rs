@@ -1,0 +1,562 @@
+//! The configuration: one TOML file, command-line overrides, validation.
+//!
+//! [`RawConfig`] mirrors the file as written (every key optional, unknown
+//! keys rejected); [`Config::from_raw`] turns it into real types and checks
+//! every value, so an error names the key (`redirect.www: …`) and nothing
+//! downstream has to re-validate. `deploy/crawlgate.toml` documents every key
+//! with its default.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use http::header::HeaderName;
+use http::uri::{Authority, Scheme, Uri};
+use ipnet::IpNet;
+use serde::Deserialize;
+
+use crate::canonical::WwwMode;
+use crate::query::MAX_NAME_LEN;
+
+/// A configuration that cannot be used, with the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or a key is unknown or of the wrong type.
+    #[error("{path}: {key}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key path (`.` when the problem is not at a key).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A value has the right type but cannot be used.
+    #[error("{key}: {message}")]
+    Invalid {
+        /// The dotted key path.
+        key: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        message: message.into(),
+    }
+}
+
+/// The file as written. Every key is optional; `None` means "default".
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Plain-HTTP listen address.
+    pub listen: Option<String>,
+    /// The origin, `http://host:port`.
+    pub upstream: Option<String>,
+    /// Folder holding `sitemap.xml`; enables the robots.txt `Sitemap:` line.
+    pub sitemap_dir: Option<PathBuf>,
+    /// Folder replacing the embedded rules.
+    pub rules_dir: Option<PathBuf>,
+    /// `[proxy]`
+    #[serde(default)]
+    pub proxy: RawProxy,
+    /// `[block]`
+    #[serde(default)]
+    pub block: RawBlock,
+    /// `[redirect]`
+    #[serde(default)]
+    pub redirect: RawRedirect,
+    /// `[robots]`
+    #[serde(default)]
+    pub robots: RawRobots,
+    /// `[log]`
+    #[serde(default)]
+    pub log: RawLog,
+}
+
+/// `[proxy]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProxy {
+    /// Keep the client's Host header (true) or send the upstream's.
+    pub preserve_host: Option<bool>,
+    /// Name of the classification header sent upstream.
+    pub class_header: Option<String>,
+    /// Upstream TCP connect timeout.
+    pub connect_timeout: Option<String>,
+    /// Time allowed for the upstream's response headers.
+    pub response_timeout: Option<String>,
+    /// How long an idle pooled upstream connection is kept.
+    pub pool_idle_timeout: Option<String>,
+    /// Idle pooled upstream connections kept at most.
+    pub pool_max_idle: Option<usize>,
+    /// Peers whose X-Forwarded-* headers are trusted.
+    pub trusted_proxies: Option<Vec<String>>,
+    /// Time allowed for a client to send its request headers.
+    pub header_read_timeout: Option<String>,
+    /// How long in-flight requests may run after a shutdown signal.
+    pub shutdown_grace: Option<String>,
+}
+
+/// `[block]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBlock {
+    /// Parameter names that make a URL an action.
+    pub params: Option<Vec<String>>,
+}
+
+/// `[redirect]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRedirect {
+    /// `apex`, `www` or `off`.
+    pub www: Option<String>,
+    /// Remove a leading `/www` path segment.
+    pub strip_www_path: Option<bool>,
+    /// Only redirect to these hosts (empty: any).
+    pub hosts: Option<Vec<String>>,
+}
+
+/// `[robots]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRobots {
+    /// Path prefixes disallowed for everyone.
+    pub disallow: Option<Vec<String>>,
+    /// Extra lines appended verbatim.
+    pub extra: Option<Vec<String>>,
+}
+
+/// `[log]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLog {
+    /// Emit one access-log event per request.
+    pub access: Option<bool>,
+}
+
+/// Command-line values that override the file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--listen`
+    pub listen: Option<String>,
+    /// `--upstream`
+    pub upstream: Option<String>,
+    /// `--sitemap-dir`
+    pub sitemap_dir: Option<PathBuf>,
+    /// `--rules`
+    pub rules_dir: Option<PathBuf>,
+}
+
+/// A validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Plain-HTTP listen address.
+    pub listen: SocketAddr,
+    /// The origin.
+    pub upstream: Upstream,
+    /// Folder holding `sitemap.xml`, if any.
+    pub sitemap_dir: Option<PathBuf>,
+    /// Folder replacing the embedded rules, if any.
+    pub rules_dir: Option<PathBuf>,
+    /// Forwarding behaviour.
+    pub proxy: ProxyConfig,
+    /// Parameter names that make a URL an action (each ≤ 64 bytes).
+    pub blocked_params: Vec<Box<str>>,
+    /// Canonical redirects.
+    pub redirect: RedirectConfig,
+    /// Disallowed path prefixes in robots.txt.
+    pub robots_disallow: Vec<String>,
+    /// Extra robots.txt lines.
+    pub robots_extra: Vec<String>,
+    /// Emit access-log events.
+    pub access_log: bool,
+}
+
+/// The upstream origin.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// `http` (HTTPS upstreams come with TLS support).
+    pub scheme: Scheme,
+    /// `host:port` as given.
+    pub authority: Authority,
+}
+
+/// Forwarding behaviour.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Keep the client's Host header.
+    pub preserve_host: bool,
+    /// The classification header (`X-Crawler` by default).
+    pub class_header: HeaderName,
+    /// Upstream connect timeout.
+    pub connect_timeout: Duration,
+    /// Upstream response-header timeout.
+    pub response_timeout: Duration,
+    /// Idle pooled connection lifetime.
+    pub pool_idle_timeout: Duration,
+    /// Idle pooled connections kept at most.
+    pub pool_max_idle: usize,
+    /// Peers whose forwarding headers are trusted.
+    pub trusted_proxies: Vec<IpNet>,
+    /// Client request-header read timeout.
+    pub header_read_timeout: Duration,
+    /// Shutdown grace period.
+    pub shutdown_grace: Duration,
+}
+
+/// Canonical redirect settings.
+#[derive(Clone, Debug)]
+pub struct RedirectConfig {
+    /// Which host form is canonical.
+    pub www: WwwMode,
+    /// Remove a leading `/www` segment.
+    pub strip_www_path: bool,
+    /// Canonical hosts allowed as redirect targets, lowercase, without a
+    /// trailing dot; empty = any.
+    pub hosts: Vec<Box<str>>,
+}
+
+impl Config {
+    /// Reads, overrides and validates. `path = None` means defaults only.
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let raw = match path {
+            Some(path) => RawConfig::read(path)?,
+            None => RawConfig::default(),
+        };
+        Self::from_raw(raw, overrides)
+    }
+
+    /// Validates `raw` with `overrides` applied.
+    pub fn from_raw(raw: RawConfig, overrides: &Overrides) -> Result<Self, ConfigError> {
+        // Destructured field by field so that a new key cannot be ignored.
+        let RawConfig {
+            listen,
+            upstream,
+            sitemap_dir,
+            rules_dir,
+            proxy,
+            block,
+            redirect,
+            robots,
+            log,
+        } = raw;
+        let RawProxy {
+            preserve_host,
+            class_header,
+            connect_timeout,
+            response_timeout,
+            pool_idle_timeout,
+            pool_max_idle,
+            trusted_proxies,
+            header_read_timeout,
+            shutdown_grace,
+        } = proxy;
+        let RawBlock { params } = block;
+        let RawRedirect {
+            www,
+            strip_www_path,
+            hosts,
+        } = redirect;
+        let RawRobots { disallow, extra } = robots;
+        let RawLog { access } = log;
+
+        let listen = overrides
+            .listen
+            .clone()
+            .or(listen)
+            .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let listen = listen.parse().map_err(|_| {
+            invalid(
+                "listen",
+                format!("{listen:?} is not an address like 127.0.0.1:8080"),
+            )
+        })?;
+        let upstream = overrides
+            .upstream
+            .clone()
+            .or(upstream)
+            .unwrap_or_else(|| "http://127.0.0.1:8000".to_owned());
+        let upstream = parse_upstream(&upstream)?;
+
+        let class_header = class_header.unwrap_or_else(|| "x-crawler".to_owned());
+        let class_header = HeaderName::from_bytes(class_header.as_bytes()).map_err(|_| {
+            invalid(
+                "proxy.class_header",
+                format!("{class_header:?} is not a header name"),
+            )
+        })?;
+        let trusted_proxies = trusted_proxies
+            .unwrap_or_default()
+            .iter()
+            .map(|s| parse_net(s))
+            .collect::<Result<_, _>>()?;
+        let pool_max_idle = pool_max_idle.unwrap_or(256);
+        let proxy = ProxyConfig {
+            preserve_host: preserve_host.unwrap_or(true),
+            class_header,
+            connect_timeout: duration("proxy.connect_timeout", connect_timeout, "2s")?,
+            response_timeout: duration("proxy.response_timeout", response_timeout, "60s")?,
+            pool_idle_timeout: duration("proxy.pool_idle_timeout", pool_idle_timeout, "60s")?,
+            pool_max_idle,
+            trusted_proxies,
+            header_read_timeout: duration(
+                "proxy.header_read_timeout",
+                header_read_timeout,
+                "10s",
+            )?,
+            shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
+        };
+
+        let params = params.unwrap_or_else(|| vec!["do".to_owned(), "_fid".to_owned()]);
+        for p in &params {
+            if p.is_empty() || p.len() > MAX_NAME_LEN {
+                return Err(invalid(
+                    "block.params",
+                    format!("{p:?}: a name must be 1 to {MAX_NAME_LEN} bytes"),
+                ));
+            }
+            if p.bytes().any(|b| matches!(b, b'&' | b'=' | b'[' | b'#') || b <= b' ') {
+                return Err(invalid(
+                    "block.params",
+                    format!("{p:?}: a name cannot contain '&', '=', '[', '#', spaces or control characters"),
+                ));
+            }
+        }
+        let blocked_params = params.into_iter().map(String::into_boxed_str).collect();
+
+        let www = match www.as_deref().unwrap_or("apex") {
+            "apex" => WwwMode::Apex,
+            "www" => WwwMode::Www,
+            "off" => WwwMode::Off,
+            other => {
+                return Err(invalid(
+                    "redirect.www",
+                    format!("{other:?} is not one of \"apex\", \"www\", \"off\""),
+                ))
+            }
+        };
+        let mut allowed = Vec::new();
+        for host in hosts.unwrap_or_default() {
+            let h = host.trim_end_matches('.').to_ascii_lowercase();
+            if !crate::canonical::is_hostname(h.as_bytes()) {
+                return Err(invalid(
+                    "redirect.hosts",
+                    format!("{host:?} is not a host name (no scheme, port or path)"),
+                ));
+            }
+            allowed.push(h.into_boxed_str());
+        }
+        let redirect = RedirectConfig {
+            www,
+            strip_www_path: strip_www_path.unwrap_or(true),
+            hosts: allowed,
+        };
+
+        let robots_disallow = disallow.unwrap_or_else(|| {
+            ["/admin/", "/api/", "/cron/"]
+                .map(str::to_owned)
+                .to_vec()
+        });
+        for d in &robots_disallow {
+            if !d.starts_with('/') || d.chars().any(char::is_control) || d.contains(' ') {
+                return Err(invalid(
+                    "robots.disallow",
+                    format!("{d:?}: a path must start with '/' and hold no spaces or control characters"),
+                ));
+            }
+        }
+        let robots_extra = extra.unwrap_or_default();
+        for line in &robots_extra {
+            if line.chars().any(char::is_control) {
+                return Err(invalid(
+                    "robots.extra",
+                    format!("{line:?}: a line cannot hold control characters"),
+                ));
+            }
+        }
+
+        let sitemap_dir = overrides.sitemap_dir.clone().or(sitemap_dir);
+        let rules_dir = overrides.rules_dir.clone().or(rules_dir);
+        Ok(Config {
+            listen,
+            upstream,
+            sitemap_dir,
+            rules_dir,
+            proxy,
+            blocked_params,
+            redirect,
+            robots_disallow,
+            robots_extra,
+            access_log: access.unwrap_or(true),
+        })
+    }
+}
+
+impl RawConfig {
+    /// Reads and parses a TOML file; errors name the key path.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|(key, message)| ConfigError::Parse {
+            path: path.to_owned(),
+            key,
+            message,
+        })
+    }
+
+    /// Parses TOML text; the error is (dotted key path, message).
+    pub fn parse(text: &str) -> Result<Self, (String, String)> {
+        let de = toml::Deserializer::new(text);
+        serde_path_to_error::deserialize(de).map_err(|err| {
+            let key = err.path().to_string();
+            let inner = err.into_inner();
+            let mut message = inner.message().to_owned();
+            if let Some(span) = inner.span() {
+                let line = text[..span.start.min(text.len())].lines().count().max(1);
+                message = format!("{message} (line {line})");
+            }
+            (key, message)
+        })
+    }
+}
+
+fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
+    let bad = |why: &str| invalid("upstream", format!("{s:?}: {why}"));
+    let uri: Uri = s
+        .parse()
+        .map_err(|_| bad("not a URL like http://127.0.0.1:8000"))?;
+    let scheme = uri.scheme().cloned().ok_or_else(|| bad("missing http://"))?;
+    if scheme != Scheme::HTTP {
+        return Err(bad("only http:// upstreams are supported"));
+    }
+    let authority = uri.authority().cloned().ok_or_else(|| bad("missing host"))?;
+    if authority.as_str().contains('@') {
+        return Err(bad("user info is not supported"));
+    }
+    if authority.host().is_empty() {
+        return Err(bad("missing host"));
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(bad("a path or query is not supported; give only scheme, host and port"));
+    }
+    Ok(Upstream { scheme, authority })
+}
+
+fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
+    s.parse::<IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+        .map_err(|_| {
+            invalid(
+                "proxy.trusted_proxies",
+                format!("{s:?} is not an IP address or network like 10.0.0.0/8"),
+            )
+        })
+}
+
+fn duration(key: &'static str, value: Option<String>, default: &str) -> Result<Duration, ConfigError> {
+    let text = value.as_deref().unwrap_or(default);
+    let d = humantime::parse_duration(text)
+        .map_err(|e| invalid(key, format!("{text:?} is not a duration like \"2s\": {e}")))?;
+    if d.is_zero() {
+        return Err(invalid(key, "must be greater than zero"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, String> {
+        let raw = RawConfig::parse(text).map_err(|(k, m)| format!("{k}: {m}"))?;
+        Config::from_raw(raw, &Overrides::default()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = load("").expect("empty config is valid");
+        assert_eq!(c.listen, "127.0.0.1:8080".parse().expect("addr"));
+        assert_eq!(c.upstream.authority.as_str(), "127.0.0.1:8000");
+        assert_eq!(&*c.blocked_params, &["do".into(), "_fid".into()] as &[Box<str>]);
+        assert_eq!(c.redirect.www, WwwMode::Apex);
+        assert_eq!(c.proxy.class_header.as_str(), "x-crawler");
+        assert_eq!(c.proxy.connect_timeout, Duration::from_secs(2));
+        assert!(c.access_log);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            ("listen = \"nope\"", "listen: "),
+            ("lisen = \"x\"", "lisen: unknown field `lisen`"),
+            ("[proxy]\nconect_timeout = \"1s\"", "proxy.conect_timeout: unknown field `conect_timeout`"),
+            ("[proxy]\nconnect_timeout = 5", "proxy.connect_timeout: invalid type"),
+            ("[proxy]\nconnect_timeout = \"5 parsecs\"", "proxy.connect_timeout: "),
+            ("[proxy]\nconnect_timeout = \"0s\"", "proxy.connect_timeout: must be greater"),
+            ("[proxy]\nclass_header = \"X Crawler\"", "proxy.class_header: "),
+            ("[proxy]\ntrusted_proxies = [\"10.0.0.0/33\"]", "proxy.trusted_proxies: "),
+            ("upstream = \"https://x\"", "upstream: "),
+            ("upstream = \"http://x/app\"", "upstream: "),
+            ("upstream = \"x:80\"", "upstream: "),
+            ("[block]\nparams = [\"\"]", "block.params: "),
+            ("[block]\nparams = [\"a=b\"]", "block.params: "),
+            ("[redirect]\nwww = \"always\"", "redirect.www: "),
+            ("[redirect]\nhosts = [\"http://example.com\"]", "redirect.hosts: "),
+            ("[robots]\ndisallow = [\"admin\"]", "robots.disallow: "),
+            ("[robots]\nextra = [\"a\\nb\"]", "robots.extra: "),
+            ("[log]\naccess = \"yes\"", "log.access: invalid type"),
+        ];
+        for (text, want) in cases {
+            let err = load(text).expect_err(text);
+            assert!(err.starts_with(want), "{text:?} gave {err:?}, want {want:?}…");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let raw = RawConfig::parse("listen = \"127.0.0.1:1\"\nupstream = \"http://a:1\"")
+            .expect("parses");
+        let o = Overrides {
+            listen: Some("127.0.0.1:2".into()),
+            upstream: Some("http://b:2".into()),
+            ..Overrides::default()
+        };
+        let c = Config::from_raw(raw, &o).expect("valid");
+        assert_eq!(c.listen.port(), 2);
+        assert_eq!(c.upstream.authority.as_str(), "b:2");
+    }
+
+    #[test]
+    fn the_deploy_example_is_valid_and_complete() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/crawlgate.toml");
+        let text = std::fs::read_to_string(&path).expect("deploy/crawlgate.toml exists");
+        load(&text).expect("the example config is valid");
+        // Every key of the raw structs appears in the example.
+        for key in [
+            "listen", "upstream", "sitemap_dir", "rules_dir", "[proxy]", "preserve_host",
+            "class_header", "connect_timeout", "response_timeout", "pool_idle_timeout",
+            "pool_max_idle", "trusted_proxies", "header_read_timeout", "shutdown_grace",
+            "[block]", "params", "[redirect]", "www", "strip_www_path", "hosts", "[robots]",
+            "disallow", "extra", "[log]", "access",
+        ] {
+            assert!(text.contains(key), "deploy/crawlgate.toml does not document {key}");
+        }
+    }
+}

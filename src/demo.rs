@@ -1,0 +1,188 @@
+//! `crawlgate demo`: the proxy in front of a tiny built-in site, on
+//! loopback, with curl commands that show every feature.
+//!
+//! The sample site behaves like a legacy PHP site: `?do=vote` (read the
+//! way PHP reads parameter names) records a vote, which is exactly what a
+//! robot must not be able to do. Each page shows what reached the site, so
+//! the `X-Crawler` header and the forwarding headers are visible.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE};
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::config::{Config, Overrides, RawConfig};
+use crate::service::Shared;
+
+/// Runs the demo until `shutdown` completes. `listen` defaults to
+/// `127.0.0.1:8080`, or a free port if that one is taken.
+pub async fn run(
+    listen: Option<SocketAddr>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), DemoError> {
+    let site = TcpListener::bind("127.0.0.1:0").await.map_err(DemoError::Site)?;
+    let site_addr = site.local_addr().map_err(DemoError::Site)?;
+    let votes = Arc::new(AtomicU64::new(0));
+    let site_task = tokio::spawn(serve_site(site, Arc::clone(&votes)));
+
+    let sitemap_dir = SitemapDir::create().map_err(DemoError::Sitemap)?;
+    let proxy = match listen {
+        Some(addr) => TcpListener::bind(addr).await.map_err(|e| DemoError::Listen(addr, e))?,
+        None => match TcpListener::bind("127.0.0.1:8080").await {
+            Ok(l) => l,
+            Err(_) => TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| DemoError::Listen(SocketAddr::from(([127, 0, 0, 1], 0)), e))?,
+        },
+    };
+    let addr = proxy.local_addr().map_err(DemoError::Site)?;
+    let overrides = Overrides {
+        listen: Some(addr.to_string()),
+        upstream: Some(format!("http://{site_addr}")),
+        sitemap_dir: Some(sitemap_dir.0.clone()),
+        rules_dir: None,
+    };
+    let config = Config::from_raw(RawConfig::default(), &overrides).map_err(DemoError::Config)?;
+    let shared = Shared::new(&config).map_err(DemoError::Rules)?;
+
+    println!("{}", instructions(addr, site_addr));
+    let result = crate::server::serve(proxy, Arc::new(shared), shutdown).await;
+    site_task.abort();
+    drop(sitemap_dir);
+    result.map_err(DemoError::Site)
+}
+
+/// What the demo prints: where it listens and what to try.
+pub fn instructions(addr: SocketAddr, site: SocketAddr) -> String {
+    let base = format!("http://{addr}");
+    let port = addr.port();
+    let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
+    format!(
+        "crawlgate demo: proxy listening on {base} in front of a sample site on http://{site}\n\
+         \n\
+         Try these (curl's own User-Agent counts as a robot):\n\
+         \n\
+         # a robot clicking an action link: 403, the site never sees it\n\
+         curl -i '{base}/?do=vote'\n\
+         # ... in any spelling PHP would read as `do`\n\
+         curl -i '{base}/?%64o=vote'\n\
+         curl -i '{base}/?do[]=vote'\n\
+         # a human's click goes through (the page counts the vote)\n\
+         curl -i -A '{firefox}' '{base}/?do=vote'\n\
+         # duplicate addresses: one 301 to the canonical one, path and query kept\n\
+         curl -i -H 'Host: www.localhost:{port}' '{base}/www/page?id=1'\n\
+         # robots.txt, synthesized (with a Sitemap line: the demo has a sitemap index)\n\
+         curl -i '{base}/robots.txt'\n\
+         # everything else is forwarded; the site is told who is a robot (X-Crawler)\n\
+         curl -i '{base}/page?id=1'\n\
+         curl -i -A '{firefox}' '{base}/page?id=1'\n\
+         # classify User-Agents offline\n\
+         echo 'Mozilla/5.0 (compatible; Googlebot/2.1)' | cargo run --release -- classify --explain\n\
+         \n\
+         Access log below. Ctrl-C stops the demo."
+    )
+}
+
+async fn serve_site(listener: TcpListener, votes: Arc<AtomicU64>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let votes = Arc::clone(&votes);
+        let service = service_fn(move |req| {
+            let votes = Arc::clone(&votes);
+            async move { Ok::<_, Infallible>(site_page(&req, &votes)) }
+        });
+        tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+    }
+}
+
+fn site_page(req: &Request<Incoming>, votes: &AtomicU64) -> Response<Full<Bytes>> {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-")
+            .to_owned()
+    };
+    let voted = req
+        .uri()
+        .query()
+        .is_some_and(|q| crate::query::action_param(q.as_bytes(), &["do"]).is_some());
+    let count = if voted {
+        votes.fetch_add(1, Ordering::Relaxed) + 1
+    } else {
+        votes.load(Ordering::Relaxed)
+    };
+    let body = format!(
+        "sample site: {method} {uri}\n\
+         votes recorded: {count}{note}\n\
+         X-Crawler: {crawler}\n\
+         X-Forwarded-For: {xff}\n\
+         Host: {host}\n",
+        method = req.method(),
+        uri = req.uri(),
+        note = if voted { " (this request voted)" } else { "" },
+        crawler = header("x-crawler"),
+        xff = header("x-forwarded-for"),
+        host = header("host"),
+    );
+    let mut res = Response::new(Full::new(Bytes::from(body)));
+    res.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    res
+}
+
+/// A temporary folder holding a sitemap index, removed on drop.
+struct SitemapDir(PathBuf);
+
+impl SitemapDir {
+    fn create() -> io::Result<Self> {
+        let dir = std::env::temp_dir().join(format!("crawlgate-demo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("sitemap.xml"),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"/>\n",
+        )?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for SitemapDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why the demo could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The sample site or the proxy socket failed.
+    #[error("demo site")]
+    Site(#[source] io::Error),
+    /// The proxy address could not be bound.
+    #[error("cannot listen on {0}")]
+    Listen(SocketAddr, #[source] io::Error),
+    /// The demo's sitemap folder could not be written.
+    #[error("cannot create the demo sitemap folder")]
+    Sitemap(#[source] io::Error),
+    /// The generated config was refused (a bug).
+    #[error(transparent)]
+    Config(crate::config::ConfigError),
+    /// The embedded rules did not compile (a bug).
+    #[error(transparent)]
+    Rules(crate::rules::RulesError),
+}

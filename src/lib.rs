@@ -1,0 +1,40 @@
+//! crawlgate: an edge reverse proxy that keeps robots off action links,
+//! sends one canonical redirect for duplicate addresses, synthesizes
+//! robots.txt and forwards everything else, streaming, to an unchanged site.
+//!
+//! # Life of a request
+//!
+//! 1. [`server::serve`] accepts a connection and runs hyper's HTTP/1 server
+//!    on it with [`service::handle`] as the service.
+//! 2. `handle` borrows the request's method, authority, path, query and
+//!    User-Agent into [`policy::Facts`] and calls [`policy::decide`], a pure
+//!    function: [`classify`] the User-Agent, block a bot's action URL
+//!    ([`query`] knows how PHP reads parameter names), redirect to the
+//!    [`canonical`] address, serve [`robots`].txt, or forward.
+//! 3. A synthetic decision becomes a [`response`]; `Forward` goes through
+//!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
+//! 4. One access-log event per request (target `crawlgate::access`).
+//!
+//! # Layout
+//!
+//! * [`config`]: TOML file + flags → validated [`config::Config`].
+//! * [`rules`]: the token lists in `rules/` (embedded or from a folder).
+//! * [`classify`], [`query`], [`canonical`], [`robots`], [`policy`]: the
+//!   decision, with no I/O (robots checks one file's existence).
+//! * [`service`], [`proxy`], [`response`], [`server`]: the network side.
+//! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
+
+pub mod canonical;
+pub mod classify;
+pub mod config;
+pub mod demo;
+pub mod policy;
+pub mod proxy;
+pub mod query;
+pub mod response;
+pub mod robots;
+pub mod rules;
+pub mod server;
+pub mod service;
+#[doc(hidden)]
+pub mod testing;

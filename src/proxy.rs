@@ -1,0 +1,466 @@
+//! Forwarding to the upstream: a pooled keep-alive client, header rewriting,
+//! streaming bodies, and upstream failures mapped to 502/504.
+//!
+//! Bodies are never collected: the client's request body is handed to the
+//! upstream request as it arrives, and the upstream's response body is
+//! handed back to the client the same way, so memory per request stays a
+//! few buffers whatever the body size. hyper re-frames both messages, which
+//! is why `Transfer-Encoding` and the other hop-by-hop headers are removed
+//! rather than copied.
+
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, FORWARDED, HOST, TE, TRAILER,
+    TRANSFER_ENCODING, UPGRADE,
+};
+use http::uri::{Authority, PathAndQuery, Scheme, Uri};
+use http::{Request, Response, Version};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::{self, Client};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use ipnet::IpNet;
+use tokio::time::Instant;
+
+use crate::classify::UaClass;
+use crate::config::Config;
+
+/// Headers that describe one connection, not the message (RFC 9110
+/// §7.6.1), plus `Proxy`, which CGI turns into `HTTP_PROXY` ("httpoxy").
+static HOP_BY_HOP: [HeaderName; 8] = [
+    CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    TE,
+    TRAILER,
+    TRANSFER_ENCODING,
+    UPGRADE,
+    HeaderName::from_static("proxy"),
+];
+
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
+/// Why a request could not be forwarded. Each maps to one status.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// No connection to the upstream could be made (refused, unreachable,
+    /// connect timeout): 502.
+    #[error("cannot connect to the upstream")]
+    Connect(#[source] legacy::Error),
+    /// The upstream did not send response headers in time: 504.
+    #[error("the upstream did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The exchange failed after connecting (reset, malformed response,
+    /// closed early): 502.
+    #[error("the upstream exchange failed")]
+    Upstream(#[source] legacy::Error),
+    /// The request-target cannot be expressed as an upstream URI: 400.
+    #[error("the request target cannot be forwarded")]
+    Target,
+}
+
+impl ProxyError {
+    /// A short name for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ProxyError::Connect(_) => "connect",
+            ProxyError::Timeout(_) => "timeout",
+            ProxyError::Upstream(_) => "upstream",
+            ProxyError::Target => "target",
+        }
+    }
+}
+
+/// Who sent the request, as the proxy knows it.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientInfo {
+    /// The TCP peer.
+    pub peer: IpAddr,
+    /// `http` or `https`.
+    pub scheme: &'static str,
+    /// The classification to announce upstream.
+    pub class: UaClass,
+}
+
+/// The upstream origin and the pooled client that reaches it.
+#[derive(Debug)]
+pub struct Upstream {
+    client: Client<HttpConnector, RequestBody>,
+    scheme: Scheme,
+    authority: Authority,
+    authority_value: HeaderValue,
+    response_timeout: Duration,
+    preserve_host: bool,
+    class_header: HeaderName,
+    trusted_proxies: Vec<IpNet>,
+    epoch: Instant,
+}
+
+impl Upstream {
+    /// Builds the client; connects lazily.
+    pub fn new(config: &Config) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(config.proxy.connect_timeout));
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(config.proxy.pool_idle_timeout)
+            .pool_max_idle_per_host(config.proxy.pool_max_idle)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(connector);
+        let authority = config.upstream.authority.clone();
+        // An `Authority` holds only bytes valid in a header value.
+        let authority_value = HeaderValue::from_str(authority.as_str())
+            .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
+        Self {
+            client,
+            scheme: config.upstream.scheme.clone(),
+            authority,
+            authority_value,
+            response_timeout: config.proxy.response_timeout,
+            preserve_host: config.proxy.preserve_host,
+            class_header: config.proxy.class_header.clone(),
+            trusted_proxies: config.proxy.trusted_proxies.clone(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Sends `req` upstream and returns the response with its body still
+    /// streaming.
+    ///
+    /// The response timeout counts from the last request-body progress, so
+    /// a long upload is not cut off while it is still moving.
+    pub async fn forward(
+        &self,
+        req: Request<Incoming>,
+        client: ClientInfo,
+    ) -> Result<Response<Incoming>, ProxyError> {
+        let (mut parts, body) = req.into_parts();
+
+        let path = parts
+            .uri
+            .path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        let mut uri = http::uri::Parts::default();
+        uri.scheme = Some(self.scheme.clone());
+        uri.authority = Some(self.authority.clone());
+        uri.path_and_query = Some(path);
+        let original_uri = std::mem::replace(
+            &mut parts.uri,
+            Uri::from_parts(uri).map_err(|_| ProxyError::Target)?,
+        );
+        let host = original_uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+            .or_else(|| parts.headers.get(HOST).cloned());
+        parts.version = Version::HTTP_11;
+
+        let trusted = self.trusted_proxies.iter().any(|net| net.contains(&client.peer));
+        let upstream_host = if self.preserve_host {
+            host.clone().unwrap_or_else(|| self.authority_value.clone())
+        } else {
+            self.authority_value.clone()
+        };
+        rewrite_request_headers(
+            &mut parts.headers,
+            &Rewrite {
+                host: upstream_host,
+                original_host: host,
+                client,
+                trusted,
+                class_header: &self.class_header,
+            },
+        );
+
+        let has_body = !body.is_end_stream();
+        let progress = has_body.then(|| Arc::new(AtomicU64::new(0)));
+        let body = RequestBody {
+            inner: body,
+            progress: progress.clone(),
+            epoch: self.epoch,
+        };
+        let request = self.client.request(Request::from_parts(parts, body));
+        let start = self.millis();
+        let timeout = self.response_timeout;
+        let deadline = async {
+            loop {
+                let last = progress
+                    .as_ref()
+                    .map_or(start, |p| p.load(Ordering::Relaxed).max(start));
+                let due = self.epoch + Duration::from_millis(last) + timeout;
+                if Instant::now() >= due {
+                    return;
+                }
+                tokio::time::sleep_until(due).await;
+            }
+        };
+        let mut response = tokio::select! {
+            result = request => result.map_err(|err| {
+                if err.is_connect() {
+                    ProxyError::Connect(err)
+                } else {
+                    ProxyError::Upstream(err)
+                }
+            })?,
+            () = deadline => return Err(ProxyError::Timeout(timeout)),
+        };
+        strip_hop_by_hop(response.headers_mut());
+        Ok(response)
+    }
+
+    fn millis(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The values [`rewrite_request_headers`] sets.
+#[derive(Debug)]
+pub struct Rewrite<'a> {
+    /// Host header to send upstream.
+    pub host: HeaderValue,
+    /// The host the client asked for, if any (for `X-Forwarded-Host`).
+    pub original_host: Option<HeaderValue>,
+    /// Who sent the request.
+    pub client: ClientInfo,
+    /// Whether the peer is a trusted proxy whose forwarding headers count.
+    pub trusted: bool,
+    /// The classification header's name.
+    pub class_header: &'a HeaderName,
+}
+
+/// Turns the client's request headers into the upstream's: hop-by-hop
+/// headers removed, the classification header replaced, `X-Forwarded-*`
+/// set (extended rather than replaced when the peer is trusted), Host set.
+pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
+    strip_hop_by_hop(headers);
+
+    headers.remove(rw.class_header);
+    let class = match rw.client.class {
+        UaClass::Bot => HeaderValue::from_static("1"),
+        UaClass::Human => HeaderValue::from_static("0"),
+    };
+    headers.insert(rw.class_header.clone(), class);
+
+    let peer = HeaderValue::from(PeerValue(rw.client.peer));
+    let xff = match headers.get_all(&X_FORWARDED_FOR).iter().count() {
+        n if rw.trusted && n > 0 => {
+            let mut chain = Vec::with_capacity(64);
+            for value in headers.get_all(&X_FORWARDED_FOR) {
+                chain.extend_from_slice(value.as_bytes());
+                chain.extend_from_slice(b", ");
+            }
+            chain.extend_from_slice(peer.as_bytes());
+            HeaderValue::from_bytes(&chain).unwrap_or(peer)
+        }
+        _ => peer,
+    };
+    headers.insert(X_FORWARDED_FOR.clone(), xff);
+
+    if !(rw.trusted && headers.contains_key(&X_FORWARDED_PROTO)) {
+        headers.insert(
+            X_FORWARDED_PROTO.clone(),
+            HeaderValue::from_static(rw.client.scheme),
+        );
+    }
+    if !(rw.trusted && headers.contains_key(&X_FORWARDED_HOST)) {
+        match &rw.original_host {
+            Some(host) => headers.insert(X_FORWARDED_HOST.clone(), host.clone()),
+            None => headers.remove(&X_FORWARDED_HOST),
+        };
+    }
+    if !rw.trusted {
+        headers.remove(FORWARDED);
+    }
+    headers.insert(HOST, rw.host.clone());
+}
+
+/// Removes hop-by-hop headers, including those the `Connection` header
+/// names (except `Host` and `Content-Length`, which frame and route the
+/// message and are not the sender's to drop).
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    if let Some(first) = headers.get(CONNECTION) {
+        // Fast path: a lone `keep-alive` or `close` names nothing else.
+        let plain = headers.get_all(CONNECTION).iter().count() == 1
+            && (first == "keep-alive" || first == "close");
+        if !plain {
+            let listed: Vec<HeaderName> = headers
+                .get_all(CONNECTION)
+                .iter()
+                .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+                .filter_map(|t| HeaderName::from_bytes(t.trim_ascii()).ok())
+                .filter(|n| n != HOST && n != CONTENT_LENGTH)
+                .collect();
+            for name in listed {
+                headers.remove(name);
+            }
+        }
+    }
+    for name in &HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// An IP address rendered as a header value without a heap string.
+struct PeerValue(IpAddr);
+
+impl From<PeerValue> for HeaderValue {
+    fn from(peer: PeerValue) -> HeaderValue {
+        use std::io::Write;
+        let mut buf = [0u8; 48];
+        let mut cursor = std::io::Cursor::new(&mut buf[..]);
+        // 48 bytes hold the longest IPv6 text form (45).
+        let _ = write!(cursor, "{}", peer.0);
+        let len = usize::try_from(cursor.position()).unwrap_or(0);
+        HeaderValue::from_bytes(&buf[..len]).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+    }
+}
+
+/// The client's request body on its way upstream, noting when data last
+/// moved so the response timeout does not cut off a live upload.
+#[derive(Debug)]
+pub struct RequestBody {
+    inner: Incoming,
+    progress: Option<Arc<AtomicU64>>,
+    epoch: Instant,
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let (Poll::Ready(Some(Ok(_))), Some(progress)) = (&polled, &this.progress) {
+            let now = u64::try_from(this.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+            progress.store(now, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                HeaderValue::from_str(v).expect("value"),
+            );
+        }
+        map
+    }
+
+    fn rewrite(map: &mut HeaderMap, trusted: bool, class: UaClass) {
+        let class_header = HeaderName::from_static("x-crawler");
+        rewrite_request_headers(
+            map,
+            &Rewrite {
+                host: HeaderValue::from_static("example.com"),
+                original_host: Some(HeaderValue::from_static("example.com")),
+                client: ClientInfo {
+                    peer: "192.0.2.7".parse().expect("ip"),
+                    scheme: "http",
+                    class,
+                },
+                trusted,
+                class_header: &class_header,
+            },
+        );
+    }
+
+    fn all(map: &HeaderMap, name: &str) -> Vec<String> {
+        map.get_all(name)
+            .iter()
+            .map(|v| v.to_str().expect("ascii").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn hop_by_hop_and_listed_headers_are_removed() {
+        let mut map = headers(&[
+            ("connection", "keep-alive, X-Secret, content-length"),
+            ("connection", "upgrade"),
+            ("x-secret", "1"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "websocket"),
+            ("proxy-connection", "keep-alive"),
+            ("proxy", "http://evil:3128"),
+            ("content-length", "5"),
+            ("accept", "*/*"),
+        ]);
+        strip_hop_by_hop(&mut map);
+        let mut names: Vec<&str> = map.keys().map(|k| k.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["accept", "content-length"]);
+    }
+
+    #[test]
+    fn class_header_and_forwarding_headers_are_ours() {
+        let mut map = headers(&[
+            ("x-crawler", "0"),
+            ("X-Crawler", "0"),
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "evil.com"),
+            ("forwarded", "for=1.2.3.4"),
+            ("host", "example.com"),
+        ]);
+        rewrite(&mut map, false, UaClass::Bot);
+        assert_eq!(all(&map, "x-crawler"), ["1"]);
+        assert_eq!(all(&map, "x-forwarded-for"), ["192.0.2.7"]);
+        assert_eq!(all(&map, "x-forwarded-proto"), ["http"]);
+        assert_eq!(all(&map, "x-forwarded-host"), ["example.com"]);
+        assert!(map.get("forwarded").is_none());
+        assert_eq!(all(&map, "host"), ["example.com"]);
+    }
+
+    #[test]
+    fn a_trusted_peer_extends_the_chain() {
+        let mut map = headers(&[
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-forwarded-for", "5.6.7.8"),
+            ("x-forwarded-proto", "https"),
+            ("forwarded", "for=1.2.3.4"),
+        ]);
+        rewrite(&mut map, true, UaClass::Human);
+        assert_eq!(all(&map, "x-forwarded-for"), ["1.2.3.4, 5.6.7.8, 192.0.2.7"]);
+        assert_eq!(all(&map, "x-forwarded-proto"), ["https"]);
+        assert_eq!(all(&map, "x-crawler"), ["0"]);
+        assert_eq!(all(&map, "forwarded"), ["for=1.2.3.4"]);
+    }
+
+    #[test]
+    fn peer_values_render_v4_and_v6() {
+        for ip in ["10.0.0.1", "::1", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"] {
+            let v = HeaderValue::from(PeerValue(ip.parse().expect("ip")));
+            assert_eq!(v, ip.parse::<IpAddr>().expect("ip").to_string().as_str());
+        }
+    }
+}

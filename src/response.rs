@@ -1,0 +1,83 @@
+//! The responses crawlgate writes itself, and the one body type shared with
+//! proxied responses.
+//!
+//! Synthetic bodies are static or prebuilt [`Bytes`]; nothing here formats
+//! per request except what the caller passes in (a Location, a robots body).
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION};
+use http::{Response, StatusCode};
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+
+/// The body of every response: streamed from the upstream, or ours in full.
+pub type Body = Either<Incoming, Full<Bytes>>;
+
+/// The result type of the service: every failure is already a response.
+pub type ServiceResult = Result<Response<Body>, Infallible>;
+
+const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+
+/// A response with a fixed text body.
+pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(Bytes::from_static(body.as_bytes()))));
+    *res.status_mut() = status;
+    res.headers_mut().insert(CONTENT_TYPE, TEXT);
+    res.headers_mut().insert(CACHE_CONTROL, NO_STORE);
+    res
+}
+
+/// 403 for a robot asking for an action URL.
+pub fn blocked() -> Response<Body> {
+    text(
+        StatusCode::FORBIDDEN,
+        "403 Forbidden: automated clients may not follow action links.\n",
+    )
+}
+
+/// A redirect to `location` (already validated as a header value).
+pub fn redirect(status: StatusCode, location: HeaderValue) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(Bytes::new())));
+    *res.status_mut() = status;
+    res.headers_mut().insert(LOCATION, location);
+    res
+}
+
+/// robots.txt.
+pub fn robots(body: Bytes) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(body)));
+    res.headers_mut().insert(CONTENT_TYPE, TEXT);
+    res
+}
+
+/// 502: the upstream could not be reached or answered wrongly.
+pub fn bad_gateway() -> Response<Body> {
+    text(StatusCode::BAD_GATEWAY, "502 Bad Gateway: the site is not answering.\n")
+}
+
+/// 504: the upstream did not answer in time.
+pub fn gateway_timeout() -> Response<Body> {
+    text(StatusCode::GATEWAY_TIMEOUT, "504 Gateway Timeout: the site did not answer in time.\n")
+}
+
+/// 400 for a request crawlgate cannot route.
+pub fn bad_request() -> Response<Body> {
+    text(StatusCode::BAD_REQUEST, "400 Bad Request\n")
+}
+
+/// 405 for methods a reverse proxy does not serve (CONNECT).
+pub fn method_not_allowed() -> Response<Body> {
+    text(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n")
+}
+
+/// Marks an HTTP/1 response to close the connection: used when answering
+/// before the request body was read, so an unread body cannot be taken for
+/// the next request.
+pub fn close(mut res: Response<Body>) -> Response<Body> {
+    res.headers_mut().insert(CONNECTION, CLOSE);
+    res
+}

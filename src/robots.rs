@@ -1,0 +1,170 @@
+//! The synthesized robots.txt.
+//!
+//! The fixed part is rendered once, at load time, from the same blocked
+//! parameter list that the request path enforces (one source of truth), the
+//! configured disallowed prefixes and extra lines. Per request only the
+//! `Sitemap:` line is added: for the scheme and host asked, and only while
+//! `<sitemap-dir>/sitemap.xml` exists (checked at most once a second).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::canonical::split_authority;
+
+/// How long a sitemap existence check is reused.
+const SITEMAP_RECHECK: Duration = Duration::from_secs(1);
+
+/// The robots.txt responder state.
+#[derive(Debug)]
+pub struct Robots {
+    body: Bytes,
+    sitemap: Option<SitemapProbe>,
+}
+
+impl Robots {
+    /// Renders the fixed part.
+    pub fn new<N: AsRef<str>>(
+        blocked_params: &[N],
+        disallow: &[String],
+        extra: &[String],
+        sitemap_dir: Option<PathBuf>,
+    ) -> Self {
+        let mut body = String::from("User-agent: *\nAllow: /\n");
+        for name in blocked_params {
+            let name = name.as_ref();
+            body.push_str(&format!("Disallow: /*?{name}=\nDisallow: /*&{name}=\n"));
+        }
+        for path in disallow {
+            body.push_str(&format!("Disallow: {path}\n"));
+        }
+        for line in extra {
+            body.push_str(line);
+            body.push('\n');
+        }
+        Self {
+            body: Bytes::from(body),
+            sitemap: sitemap_dir.map(|dir| SitemapProbe::new(dir.join("sitemap.xml"))),
+        }
+    }
+
+    /// The fixed part alone.
+    pub fn fixed_body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The body for a request to `scheme://authority/robots.txt`.
+    pub fn body(&self, scheme: &str, authority: Option<&str>) -> Bytes {
+        let advertise = self.sitemap.as_ref().is_some_and(SitemapProbe::exists);
+        let authority = authority.filter(|a| split_authority(a).is_some());
+        match authority {
+            Some(authority) if advertise => {
+                let mut body = Vec::with_capacity(self.body.len() + 64 + authority.len());
+                body.extend_from_slice(&self.body);
+                body.extend_from_slice(b"Sitemap: ");
+                body.extend_from_slice(scheme.as_bytes());
+                body.extend_from_slice(b"://");
+                body.extend_from_slice(authority.to_ascii_lowercase().as_bytes());
+                body.extend_from_slice(b"/sitemaps/sitemap.xml\n");
+                Bytes::from(body)
+            }
+            _ => self.body.clone(),
+        }
+    }
+}
+
+/// A cached "does this file exist" check.
+#[derive(Debug)]
+struct SitemapProbe {
+    path: PathBuf,
+    epoch: Instant,
+    /// Milliseconds after `epoch` of the last check, plus one (0 = never).
+    checked_at: AtomicU64,
+    exists: AtomicBool,
+}
+
+impl SitemapProbe {
+    fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            epoch: Instant::now(),
+            checked_at: AtomicU64::new(0),
+            exists: AtomicBool::new(false),
+        }
+    }
+
+    fn exists(&self) -> bool {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1;
+        let last = self.checked_at.load(Ordering::Relaxed);
+        if last != 0 && now.saturating_sub(last) < SITEMAP_RECHECK.as_millis() as u64 {
+            return self.exists.load(Ordering::Relaxed);
+        }
+        let exists = self.path.is_file();
+        self.exists.store(exists, Ordering::Relaxed);
+        self.checked_at.store(now, Ordering::Relaxed);
+        exists
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DESIGN_BODY: &str = "User-agent: *\nAllow: /\nDisallow: /*?do=\nDisallow: /*&do=\nDisallow: /*?_fid=\nDisallow: /*&_fid=\nDisallow: /admin/\nDisallow: /api/\nDisallow: /cron/\n";
+
+    fn defaults() -> Vec<String> {
+        ["/admin/", "/api/", "/cron/"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn default_body_is_the_design_text() {
+        let r = Robots::new(&["do", "_fid"], &defaults(), &[], None);
+        assert_eq!(r.body("http", Some("example.com")), DESIGN_BODY);
+    }
+
+    #[test]
+    fn action_lines_follow_the_blocked_list() {
+        let r = Robots::new(&["act"], &[], &["Crawl-delay: 5".to_owned()], None);
+        assert_eq!(
+            r.body("http", None),
+            "User-agent: *\nAllow: /\nDisallow: /*?act=\nDisallow: /*&act=\nCrawl-delay: 5\n"
+        );
+    }
+
+    #[test]
+    fn sitemap_line_only_when_the_index_exists() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = Robots::new(&["do", "_fid"], &defaults(), &[], Some(dir.path().to_owned()));
+        assert_eq!(r.body("https", Some("example.com")), DESIGN_BODY);
+
+        let r = Robots::new(&["do", "_fid"], &defaults(), &[], Some(dir.path().to_owned()));
+        std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
+        assert_eq!(
+            r.body("https", Some("Example.com:8443")),
+            format!("{DESIGN_BODY}Sitemap: https://example.com:8443/sitemaps/sitemap.xml\n")
+        );
+        // A host that is not a host is not reflected.
+        assert_eq!(r.body("https", Some("evil.com/\r\nx")), DESIGN_BODY);
+        assert_eq!(r.body("https", None), DESIGN_BODY);
+    }
+
+    /// Semantics, checked with an independent port of Google's matcher.
+    #[test]
+    fn google_matcher_agrees() {
+        use robotstxt::DefaultMatcher;
+        let r = Robots::new(&["do", "_fid"], &defaults(), &[], None);
+        let body = String::from_utf8(r.fixed_body().to_vec()).expect("utf-8");
+        let allowed = |path: &str| {
+            let url = format!("http://example.com{path}");
+            DefaultMatcher::default().one_agent_allowed_by_robots(&body, "Googlebot", &url)
+        };
+        for path in ["/?do=x", "/a?b=1&do=x", "/x?_fid=1", "/admin/", "/admin/users", "/api/v1", "/cron/x"] {
+            assert!(!allowed(path), "{path} must be disallowed");
+        }
+        for path in ["/", "/page", "/page?id=1", "/page?undo=1", "/administrator", "/a?x=do"] {
+            assert!(allowed(path), "{path} must be allowed");
+        }
+    }
+}

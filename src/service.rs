@@ -1,0 +1,264 @@
+//! Where the decision meets the network: one hyper service per request.
+//!
+//! [`handle`] gathers the [`Facts`] of a request, asks [`policy::decide`],
+//! and carries the [`Decision`] out: a synthetic response from
+//! [`response`], or [`Upstream::forward`]. It writes the access-log event.
+//! It is the only module where policy, proxy and responses meet.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::Either;
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+use crate::classify::{Classifier, UaClass};
+use crate::config::Config;
+use crate::policy::{self, Decision, Facts, Policy};
+use crate::proxy::{ClientInfo, ProxyError, Upstream};
+use crate::response::{self, Body, ServiceResult};
+use crate::robots::Robots;
+use crate::rules::{RuleLists, RulesError};
+
+/// Longest path or host written to the access log, in bytes.
+const LOG_FIELD_MAX: usize = 256;
+
+/// Everything a request needs, built once from a [`Config`]. Immutable:
+/// a reload builds a new one and swaps the `Arc`.
+#[derive(Debug)]
+pub struct Shared {
+    /// The decision's inputs.
+    pub policy: Policy,
+    /// The robots.txt responder.
+    pub robots: Robots,
+    /// The upstream client.
+    pub upstream: Upstream,
+    /// Emit access-log events.
+    pub access_log: bool,
+    /// Client request-header read timeout.
+    pub header_read_timeout: Duration,
+    /// Shutdown grace period.
+    pub shutdown_grace: Duration,
+    /// Where the rules came from (`None` = embedded).
+    pub rules_source: Option<PathBuf>,
+}
+
+impl Shared {
+    /// Loads the rules and builds the request-path state for `config`.
+    pub fn new(config: &Config) -> Result<Self, RulesError> {
+        let lists = match &config.rules_dir {
+            Some(dir) => RuleLists::from_dir(dir)?,
+            None => RuleLists::embedded(),
+        };
+        let classifier = Classifier::new(&lists)?;
+        Ok(Self {
+            policy: Policy {
+                classifier,
+                blocked_params: config.blocked_params.clone(),
+                redirect: config.redirect.clone(),
+            },
+            robots: Robots::new(
+                &config.blocked_params,
+                &config.robots_disallow,
+                &config.robots_extra,
+                config.sitemap_dir.clone(),
+            ),
+            upstream: Upstream::new(config),
+            access_log: config.access_log,
+            header_read_timeout: config.proxy.header_read_timeout,
+            shutdown_grace: config.proxy.shutdown_grace,
+            rules_source: lists.source,
+        })
+    }
+}
+
+/// Serves one request from `peer`, reached over `scheme`.
+pub async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    scheme: &'static str,
+    req: Request<Incoming>,
+) -> ServiceResult {
+    let start = Instant::now();
+    if req.method() == Method::CONNECT {
+        let res = response::close(response::method_not_allowed());
+        log_access(&shared, &req, &res, None, "reject", None, start);
+        return Ok(res);
+    }
+
+    let authority = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or_else(|| req.headers().get(HOST).and_then(|h| h.to_str().ok()));
+    let facts = Facts {
+        method: req.method(),
+        scheme,
+        authority,
+        path: req.uri().path(),
+        query: req.uri().query(),
+        user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
+    };
+    let (verdict, decision) = policy::decide(&facts, &shared.policy);
+    let class = Some(verdict.class);
+    let label = decision.as_str();
+
+    let res = match decision {
+        Decision::Block { .. } => finish_early(&req, response::blocked()),
+        Decision::Redirect { status, location } => match HeaderValue::try_from(location) {
+            Ok(location) => finish_early(&req, response::redirect(status, location)),
+            Err(_) => finish_early(&req, response::bad_request()),
+        },
+        Decision::ServeRobots => {
+            let body = shared.robots.body(scheme, authority);
+            finish_early(&req, response::robots(body))
+        }
+        Decision::Forward => {
+            return forward(shared, peer, scheme, req, verdict.class, start).await;
+        }
+    };
+    log_access(&shared, &req, &res, class, label, None, start);
+    Ok(res)
+}
+
+async fn forward(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    scheme: &'static str,
+    req: Request<Incoming>,
+    class: UaClass,
+    start: Instant,
+) -> ServiceResult {
+    // What the access log needs, kept (refcounted, not copied) before the
+    // request moves upstream.
+    let fields = shared.access_log.then(|| AccessFields::of(&req));
+    let client = ClientInfo {
+        peer: peer.ip(),
+        scheme,
+        class,
+    };
+    let result = shared.upstream.forward(req, client).await;
+    let upstream_time = start.elapsed();
+    let res = match result {
+        Ok(res) => res.map(Either::Left),
+        Err(err) => {
+            tracing::debug!(error = %ErrorChain(&err), "upstream request failed");
+            error_response(&err)
+        }
+    };
+    if let Some(fields) = fields {
+        fields.emit(res.status(), Some(class), "forward", Some(upstream_time), start);
+    }
+    Ok(res)
+}
+
+fn error_response(err: &ProxyError) -> Response<Body> {
+    match err {
+        ProxyError::Connect(_) | ProxyError::Upstream(_) => response::bad_gateway(),
+        ProxyError::Timeout(_) => response::gateway_timeout(),
+        ProxyError::Target => response::bad_request(),
+    }
+}
+
+/// A response sent without reading the request body: if the request may
+/// have one, close the connection after it rather than risk reading the
+/// unread body as the next request.
+fn finish_early(req: &Request<Incoming>, res: Response<Body>) -> Response<Body> {
+    let has_body = req.headers().contains_key(TRANSFER_ENCODING)
+        || req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() != b"0");
+    if has_body {
+        response::close(res)
+    } else {
+        res
+    }
+}
+
+fn log_access(
+    shared: &Shared,
+    req: &Request<Incoming>,
+    res: &Response<Body>,
+    class: Option<UaClass>,
+    decision: &'static str,
+    upstream: Option<Duration>,
+    start: Instant,
+) {
+    if shared.access_log {
+        AccessFields::of(req).emit(res.status(), class, decision, upstream, start);
+    }
+}
+
+/// The request side of an access-log event.
+struct AccessFields {
+    method: Method,
+    uri: Uri,
+    host: Option<HeaderValue>,
+}
+
+impl AccessFields {
+    fn of(req: &Request<Incoming>) -> Self {
+        Self {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            host: req.headers().get(HOST).cloned(),
+        }
+    }
+
+    fn emit(
+        &self,
+        status: StatusCode,
+        class: Option<UaClass>,
+        decision: &'static str,
+        upstream: Option<Duration>,
+        start: Instant,
+    ) {
+        let host = self
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| self.host.as_ref().and_then(|h| h.to_str().ok()))
+            .unwrap_or("-");
+        tracing::info!(
+            target: "crawlgate::access",
+            method = %self.method,
+            host = truncate(host),
+            path = truncate(self.uri.path()),
+            status = status.as_u16(),
+            class = class.map_or("-", UaClass::as_str),
+            decision,
+            upstream_ms = upstream.map(millis),
+            total_ms = millis(start.elapsed()),
+        );
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Cuts a field for the log. Only visible ASCII reaches here (what `Uri`
+/// and `HeaderValue::to_str` guarantee), so a byte cut is a char cut.
+fn truncate(s: &str) -> &str {
+    s.get(..LOG_FIELD_MAX).unwrap_or(s)
+}
+
+/// Displays an error with its sources, `a: b: c`.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(err) = source {
+            write!(f, ": {err}")?;
+            source = err.source();
+        }
+        Ok(())
+    }
+}

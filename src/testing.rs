@@ -1,0 +1,46 @@
+//! Helpers shared by the unit and integration tests (not a public API).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The variable that makes a missing `php` a test failure (CI sets it).
+pub const REQUIRE_PHP: &str = "CRAWLGATE_REQUIRE_PHP";
+
+/// Finds `php` on `PATH`. When it is missing: panics if
+/// `CRAWLGATE_REQUIRE_PHP` is set (CI installs PHP and sets it), otherwise
+/// prints that the test is skipped and returns `None`.
+pub fn php_binary() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("php"))
+            .find(|p| p.is_file())
+    });
+    let required = std::env::var_os(REQUIRE_PHP).is_some_and(|v| !v.is_empty() && v != "0");
+    match found {
+        Some(php) => Some(php),
+        None if required => panic!("{REQUIRE_PHP} is set but `php` is not on PATH"),
+        None => {
+            eprintln!("SKIPPED: `php` is not on PATH (set {REQUIRE_PHP}=1 to make this a failure)");
+            None
+        }
+    }
+}
+
+/// Runs `bin args…` with `input` on stdin and returns its stdout; panics
+/// (this is test code) if it cannot run or fails.
+pub fn run_with_stdin(bin: &Path, args: &[&str], input: &[u8]) -> String {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{} failed: {:?}", bin.display(), out.status);
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
