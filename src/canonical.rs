@@ -128,7 +128,7 @@ pub fn strip_www_path(path: &str) -> Option<&str> {
 }
 
 /// Splits `host[:port]` and checks it: the host must be a DNS-style name
-/// ([`is_hostname`]) or a bracketed IPv6 literal, the port 1 to 5 digits.
+/// ([`is_hostname`]) or a bracketed IPv6 literal, the port decimal digits up to 65535.
 /// Anything else (user info, spaces, control bytes, an empty host) is
 /// `None`: such a host is never reflected into a Location.
 pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
@@ -154,7 +154,7 @@ pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
         (host, port)
     };
     if let Some(port) = port {
-        if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+        if !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err() {
             return None;
         }
     }
@@ -210,6 +210,8 @@ mod tests {
             ("wwwexample.com", "/", None, None),
             ("www.example.com:", "/", None, None),
             ("www.example.com:123456", "/", None, None),
+            ("www.example.com:65536", "/", None, None),
+            ("www.example.com:+80", "/", None, None),
             ("user@www.example.com", "/", None, None),
             ("www.exa mple.com", "/", None, None),
             ("www.example.com\r\nX: y", "/", None, None),

@@ -1,0 +1,220 @@
+//! Everything else is forwarded: headers rewritten, bodies streamed, the
+//! upstream pooled, upstream failures turned into 502/504.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use http::Request;
+use http_body_util::BodyExt;
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use support::{get, pattern_sha256, send_raw, Chunks, Proxy, Upstream, FIREFOX, GOOGLEBOT};
+use tokio::net::{TcpListener, TcpStream};
+
+#[tokio::test]
+async fn forwarded_requests_carry_our_headers_and_not_the_clients_copies() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let req = format!(
+        "GET /page?id=1&x=%20y HTTP/1.1\r\n\
+         Host: example.com\r\n\
+         User-Agent: {GOOGLEBOT}\r\n\
+         X-Crawler: 0\r\n\
+         x-crawler: 0\r\n\
+         X-Forwarded-For: 6.6.6.6\r\n\
+         X-Forwarded-Proto: https\r\n\
+         X-Forwarded-Host: evil.test\r\n\
+         Forwarded: for=6.6.6.6\r\n\
+         Proxy: http://evil.test:3128\r\n\
+         Keep-Alive: timeout=100\r\n\
+         TE: trailers\r\n\
+         X-Hop: 1\r\n\
+         Connection: close, X-Hop\r\n\
+         Accept: text/html\r\n\
+         Cookie: a=b\r\n\r\n"
+    );
+    let res = send_raw(proxy.addr, req.as_bytes()).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.text(), "upstream saw GET /page?id=1&x=%20y");
+    // Response hop-by-hop headers (and the ones its Connection names) are gone.
+    assert_eq!(res.header("x-upstream"), Some("yes"));
+    assert_eq!(res.header("keep-alive"), None);
+    assert_eq!(res.header("x-private"), None);
+
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 1);
+    let r = &seen[0];
+    assert_eq!(r.uri, "/page?id=1&x=%20y");
+    assert_eq!(r.all("x-crawler"), ["1"]);
+    assert_eq!(r.all("x-forwarded-for"), ["127.0.0.1"]);
+    assert_eq!(r.all("x-forwarded-proto"), ["http"]);
+    assert_eq!(r.all("x-forwarded-host"), ["example.com"]);
+    assert_eq!(r.all("host"), ["example.com"]);
+    for gone in ["forwarded", "proxy", "keep-alive", "te", "x-hop", "connection"] {
+        assert!(r.header(gone).is_none() || gone == "connection", "{gone} reached the upstream");
+    }
+    assert_ne!(r.header("connection"), Some("close, X-Hop"));
+    assert_eq!(r.header("accept"), Some("text/html"));
+    assert_eq!(r.header("cookie"), Some("a=b"));
+    assert_eq!(r.header("user-agent"), Some(GOOGLEBOT));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_trusted_proxy_chain_is_extended_and_the_header_name_is_config() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.0/8\"]\nclass_header = \"X-Robot\"",
+        &upstream.url(),
+    )
+    .await;
+    let res = support::request(
+        proxy.addr,
+        "GET",
+        "example.com",
+        "/",
+        Some(FIREFOX),
+        "X-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\nX-Robot: 1\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 200);
+    let r = &upstream.requests()[0];
+    assert_eq!(r.all("x-forwarded-for"), ["203.0.113.9, 127.0.0.1"]);
+    assert_eq!(r.all("x-forwarded-proto"), ["https"]);
+    assert_eq!(r.all("x-robot"), ["0"]);
+    assert!(r.header("x-crawler").is_none());
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn host_is_preserved_unless_configured_otherwise() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("[proxy]\npreserve_host = false", &upstream.url()).await;
+    get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;
+    let r = &upstream.requests()[0];
+    assert_eq!(r.header("host"), Some(upstream.addr.to_string().as_str()));
+    assert_eq!(r.header("x-forwarded-host"), Some("example.com"));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_connections_are_kept_alive_and_reused() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    for i in 0..20 {
+        let res = get(proxy.addr, "example.com", &format!("/n{i}"), Some(FIREFOX)).await;
+        assert_eq!(res.status, 200);
+    }
+    assert_eq!(upstream.requests().len(), 20);
+    let conns = upstream.connections.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(conns, 1, "20 sequential requests used {conns} upstream connections");
+    proxy.stop().await;
+}
+
+const BIG: u64 = 64 * 1024 * 1024;
+
+async fn client(addr: std::net::SocketAddr) -> http1::SendRequest<Chunks> {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (sender, conn) = http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    tokio::spawn(conn);
+    sender
+}
+
+#[tokio::test]
+async fn a_64_mib_download_arrives_byte_identical() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let mut sender = client(proxy.addr).await;
+    let req = Request::get(format!("/download?bytes={BIG}"))
+        .header("host", "example.com")
+        .header("user-agent", FIREFOX)
+        .body(Chunks::new(0))
+        .expect("request");
+    let res = sender.send_request(req).await.expect("response");
+    assert_eq!(res.status(), 200);
+    let mut body = res.into_body();
+    let mut hasher = Sha256::new();
+    let mut len = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.expect("body frame");
+        if let Ok(data) = frame.into_data() {
+            len += data.len() as u64;
+            hasher.update(&data);
+        }
+    }
+    assert_eq!(len, BIG);
+    assert_eq!(support::hex(&hasher.finalize()), pattern_sha256(BIG));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_64_mib_upload_arrives_byte_identical_with_and_without_length() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let want = pattern_sha256(BIG);
+    for body in [Chunks::new(BIG), Chunks::chunked(BIG)] {
+        let mut sender = client(proxy.addr).await;
+        let req = Request::post("/upload")
+            .header("host", "example.com")
+            .header("user-agent", FIREFOX)
+            .body(body)
+            .expect("request");
+        let res = sender.send_request(req).await.expect("response");
+        assert_eq!(res.status(), 200);
+        let text = res.into_body().collect().await.expect("body").to_bytes();
+        assert_eq!(text, want.as_bytes());
+    }
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|r| r.body_len == BIG && r.body_sha256 == want));
+    assert_eq!(seen[0].header("content-length"), Some(BIG.to_string().as_str()));
+    assert_eq!(seen[1].header("transfer-encoding"), Some("chunked"));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_dead_upstream_is_a_quick_502() {
+    let dead = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = dead.local_addr().expect("addr");
+    drop(dead);
+    let proxy = Proxy::start("", &format!("http://{addr}")).await;
+    let start = Instant::now();
+    let res = get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;
+    assert_eq!(res.status, 502);
+    assert!(res.text().contains("Bad Gateway"));
+    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_hung_upstream_is_a_504_after_the_response_timeout() {
+    // Accepts connections and never answers.
+    let hung = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = hung.local_addr().expect("addr");
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = hung.accept().await {
+            held.push(stream);
+        }
+    });
+    let proxy = Proxy::start("[proxy]\nresponse_timeout = \"300ms\"", &format!("http://{addr}")).await;
+    let start = Instant::now();
+    let res = get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;
+    let took = start.elapsed();
+    assert_eq!(res.status, 504);
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "took {took:?}");
+    proxy.stop().await;
+    holder.abort();
+}
+
+#[tokio::test]
+async fn connect_method_is_refused() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let res = send_raw(proxy.addr, b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n").await;
+    assert_eq!(res.status, 405);
+    assert!(upstream.requests().is_empty());
+    proxy.stop().await;
+}

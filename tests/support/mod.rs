@@ -1,0 +1,330 @@
+//! Shared test fixtures: a recording upstream, an in-process crawlgate on
+//! port 0, and a raw HTTP/1.1 client that sends exactly the bytes given.
+
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use crawlgate::config::{Config, Overrides, RawConfig};
+use crawlgate::service::Shared;
+use http::{HeaderMap, Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// What reached the upstream, one entry per request.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body_len: u64,
+    pub body_sha256: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.headers
+            .get_all(name)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect()
+    }
+}
+
+/// A real HTTP/1.1 upstream that records every request it receives.
+///
+/// Routes: `/download?bytes=N` streams N bytes of [`pattern`];
+/// `/upload` answers with the SHA-256 of the body it read; anything else
+/// answers `upstream saw <method> <uri>` with a few response headers,
+/// including hop-by-hop ones that crawlgate must remove.
+pub struct Upstream {
+    pub addr: SocketAddr,
+    pub seen: Arc<Mutex<Vec<Recorded>>>,
+    pub connections: Arc<AtomicUsize>,
+}
+
+impl Upstream {
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind upstream");
+        let addr = listener.local_addr().expect("addr");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let (seen2, conns2) = (Arc::clone(&seen), Arc::clone(&connections));
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                conns2.fetch_add(1, Ordering::SeqCst);
+                let seen = Arc::clone(&seen2);
+                let service = service_fn(move |req| upstream_handler(req, Arc::clone(&seen)));
+                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+            }
+        });
+        Self { addr, seen, connections }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.seen.lock().expect("lock").clone()
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+type UpBody = http_body_util::Either<Full<Bytes>, Chunks>;
+
+async fn upstream_handler(
+    req: Request<Incoming>,
+    seen: Arc<Mutex<Vec<Recorded>>>,
+) -> Result<Response<UpBody>, Infallible> {
+    let (parts, mut body) = req.into_parts();
+    let mut hasher = Sha256::new();
+    let mut len = 0u64;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        if let Ok(data) = frame.into_data() {
+            len += data.len() as u64;
+            hasher.update(&data);
+        }
+    }
+    let sha = hex(&hasher.finalize());
+    seen.lock().expect("lock").push(Recorded {
+        method: parts.method.to_string(),
+        uri: parts.uri.to_string(),
+        headers: parts.headers.clone(),
+        body_len: len,
+        body_sha256: sha.clone(),
+    });
+    let path = parts.uri.path();
+    if path == "/download" {
+        let n: u64 = parts
+            .uri
+            .query()
+            .and_then(|q| q.strip_prefix("bytes="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let body = Chunks::new(n);
+        return Ok(Response::new(http_body_util::Either::Right(body)));
+    }
+    let text = if path == "/upload" {
+        sha
+    } else {
+        format!("upstream saw {} {}", parts.method, parts.uri)
+    };
+    let res = Response::builder()
+        .header("x-upstream", "yes")
+        .header("keep-alive", "timeout=5")
+        .header("connection", "x-private")
+        .header("x-private", "secret")
+        .body(http_body_util::Either::Left(Full::new(Bytes::from(text))))
+        .expect("response");
+    Ok(res)
+}
+
+/// The deterministic byte pattern of downloads: byte i is `(i * 31 + i / 4093) % 251`.
+pub fn pattern_chunk(offset: u64, len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|k| {
+            let i = offset + k;
+            ((i.wrapping_mul(31) + i / 4093) % 251) as u8
+        })
+        .collect()
+}
+
+/// SHA-256 of the first `n` bytes of the pattern.
+pub fn pattern_sha256(n: u64) -> String {
+    let mut hasher = Sha256::new();
+    let mut off = 0;
+    while off < n {
+        let len = (n - off).min(64 * 1024) as usize;
+        hasher.update(pattern_chunk(off, len));
+        off += len as u64;
+    }
+    hex(&hasher.finalize())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A streaming body of `total` pattern bytes, produced 64 KiB at a time.
+pub struct Chunks {
+    offset: u64,
+    total: u64,
+    /// Announce the length (Content-Length) or not (chunked).
+    exact: bool,
+}
+
+impl Chunks {
+    pub fn new(total: u64) -> Self {
+        Self { offset: 0, total, exact: true }
+    }
+
+    pub fn chunked(total: u64) -> Self {
+        Self { offset: 0, total, exact: false }
+    }
+}
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.offset >= self.total {
+            return std::task::Poll::Ready(None);
+        }
+        let len = (self.total - self.offset).min(64 * 1024) as usize;
+        let chunk = pattern_chunk(self.offset, len);
+        self.offset += len as u64;
+        std::task::Poll::Ready(Some(Ok(Frame::data(Bytes::from(chunk)))))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        if self.exact {
+            hyper::body::SizeHint::with_exact(self.total - self.offset)
+        } else {
+            hyper::body::SizeHint::default()
+        }
+    }
+}
+
+/// A crawlgate served in-process on 127.0.0.1:0.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Proxy {
+    /// Starts crawlgate with `toml` as its config file and `upstream`.
+    pub async fn start(toml: &str, upstream: &str) -> Self {
+        Self::start_with(toml, Overrides {
+            upstream: Some(upstream.to_owned()),
+            ..Overrides::default()
+        })
+        .await
+    }
+
+    pub async fn start_with(toml: &str, overrides: Overrides) -> Self {
+        let raw = RawConfig::parse(toml).expect("test config parses");
+        let config = Config::from_raw(raw, &overrides).expect("test config is valid");
+        let shared = Arc::new(Shared::new(&config).expect("rules load"));
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(crawlgate::server::serve(listener, shared, async {
+            let _ = stopped.await;
+        }));
+        Self { addr, stop: Some(stop), task: Some(task) }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(15), task).await;
+        }
+    }
+}
+
+/// A response as read off the wire.
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends `request` (raw bytes, should say `Connection: close`) and reads the
+/// whole response until the server closes. Fails after 10 s.
+pub async fn send_raw(addr: SocketAddr, request: &[u8]) -> Raw {
+    let io = async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(request).await.expect("write");
+        let mut buf = Vec::new();
+        stream.read_to_end(&mut buf).await.expect("read");
+        buf
+    };
+    let buf = tokio::time::timeout(Duration::from_secs(10), io)
+        .await
+        .expect("response within 10 s");
+    parse_raw(&buf)
+}
+
+pub fn parse_raw(buf: &[u8]) -> Raw {
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(buf)));
+    let head = String::from_utf8_lossy(&buf[..split]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    Raw { status, head, body: buf[split + 4..].to_vec() }
+}
+
+/// `GET target` with `Host: host` and the given User-Agent (None: no header).
+pub async fn get(addr: SocketAddr, host: &str, target: &str, ua: Option<&str>) -> Raw {
+    request(addr, "GET", host, target, ua, "").await
+}
+
+pub async fn request(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    target: &str,
+    ua: Option<&str>,
+    extra_headers: &str,
+) -> Raw {
+    let ua = ua.map(|ua| format!("User-Agent: {ua}\r\n")).unwrap_or_default();
+    let req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {host}\r\n{ua}{extra_headers}Connection: close\r\n\r\n"
+    );
+    send_raw(addr, req.as_bytes()).await
+}
+
+pub const FIREFOX: &str =
+    "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
+pub const GOOGLEBOT: &str =
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+/// A frame helper for streaming request bodies in tests.
+pub fn data_frame(bytes: Vec<u8>) -> Result<Frame<Bytes>, Infallible> {
+    Ok(Frame::data(Bytes::from(bytes)))
+}
