@@ -58,7 +58,13 @@ pub fn location(
     }
     let path = new_path.unwrap_or(path);
     let mut url = String::with_capacity(
-        scheme.len() + 3 + www_prefix.len() + authority.len() + path.len() + 1 + query.map_or(0, str::len),
+        scheme.len()
+            + 3
+            + www_prefix.len()
+            + authority.len()
+            + path.len()
+            + 1
+            + query.map_or(0, str::len),
     );
     url.push_str(scheme);
     url.push_str("://");
@@ -92,7 +98,9 @@ fn strip_www(host: &str) -> Option<HostFix<'_>> {
 }
 
 fn add_www(host: &str) -> Option<HostFix<'static>> {
-    let has_www = host.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("www."));
+    let has_www = host
+        .get(..4)
+        .is_some_and(|p| p.eq_ignore_ascii_case("www."));
     let is_ip = host.starts_with('[') || host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     let has_dot = host.trim_end_matches('.').contains('.');
     if has_www || is_ip || !has_dot {
@@ -136,7 +144,11 @@ pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
         let close = authority.find(']')?;
         let host = &authority[..=close];
         let inner = &host[1..close];
-        if inner.is_empty() || !inner.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') {
+        if inner.is_empty()
+            || !inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
             return None;
         }
         match &authority[close + 1..] {
@@ -171,7 +183,9 @@ pub fn is_hostname(host: &[u8]) -> bool {
         && host.split(|&b| b == b'.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && label
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         })
 }
 
@@ -193,18 +207,43 @@ mod tests {
         let rows: &[(&str, &str, Option<&str>, Option<&str>)] = &[
             ("www.example.com", "/", None, Some("http://example.com/")),
             ("WWW.Example.COM", "/a", None, Some("http://example.com/a")),
-            ("www.example.com:8080", "/a", Some("b=1"), Some("http://example.com:8080/a?b=1")),
+            (
+                "www.example.com:8080",
+                "/a",
+                Some("b=1"),
+                Some("http://example.com:8080/a?b=1"),
+            ),
             ("www.example.com.", "/", None, Some("http://example.com./")),
             ("example.com", "/", None, None),
             ("example.com", "/www", None, Some("http://example.com/")),
             ("example.com", "/www/", None, Some("http://example.com/")),
-            ("example.com", "/www/a/b", Some("x=%20&y"), Some("http://example.com/a/b?x=%20&y")),
-            ("example.com", "/www/www/a", None, Some("http://example.com/a")),
+            (
+                "example.com",
+                "/www/a/b",
+                Some("x=%20&y"),
+                Some("http://example.com/a/b?x=%20&y"),
+            ),
+            (
+                "example.com",
+                "/www/www/a",
+                None,
+                Some("http://example.com/a"),
+            ),
             ("example.com", "/wwwx", None, None),
             ("example.com", "/WWW/a", None, None),
             ("example.com", "/a/www/b", None, None),
-            ("www.example.com", "/www/a", Some(""), Some("http://example.com/a?")),
-            ("example.com", "/www//evil.com", None, Some("http://example.com//evil.com")),
+            (
+                "www.example.com",
+                "/www/a",
+                Some(""),
+                Some("http://example.com/a?"),
+            ),
+            (
+                "example.com",
+                "/www//evil.com",
+                None,
+                Some("http://example.com//evil.com"),
+            ),
             ("www.", "/", None, None),
             ("www..com", "/", None, None),
             ("wwwexample.com", "/", None, None),
@@ -234,14 +273,22 @@ mod tests {
         let c = config(WwwMode::Www, &[]);
         let rows: &[(&str, &str, Option<&str>)] = &[
             ("example.com", "/a", Some("https://www.example.com/a")),
-            ("Example.com:443", "/www/a", Some("https://www.example.com:443/a")),
+            (
+                "Example.com:443",
+                "/www/a",
+                Some("https://www.example.com:443/a"),
+            ),
             ("www.example.com", "/a", None),
             ("localhost:8080", "/a", None),
             ("10.0.0.1", "/a", None),
             ("[::1]", "/a", None),
         ];
         for &(host, path, want) in rows {
-            assert_eq!(location(&c, "https", host, path, None).as_deref(), want, "{host}");
+            assert_eq!(
+                location(&c, "https", host, path, None).as_deref(),
+                want,
+                "{host}"
+            );
         }
     }
 
@@ -275,11 +322,19 @@ mod tests {
     #[test]
     fn canonical_addresses_are_fixed_points() {
         let c = config(WwwMode::Apex, &[]);
-        for (host, path) in [("www.example.com", "/www/www/a"), ("www.a.b:81", "/www"), ("x.y", "/www/")] {
+        for (host, path) in [
+            ("www.example.com", "/www/www/a"),
+            ("www.a.b:81", "/www"),
+            ("x.y", "/www/"),
+        ] {
             let first = location(&c, "http", host, path, Some("q")).expect("redirects");
             let uri: http::Uri = first.parse().expect("valid URI");
             let authority = uri.authority().expect("absolute").as_str();
-            assert_eq!(location(&c, "http", authority, uri.path(), uri.query()), None, "{first}");
+            assert_eq!(
+                location(&c, "http", authority, uri.path(), uri.query()),
+                None,
+                "{first}"
+            );
         }
     }
 }

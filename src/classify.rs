@@ -187,9 +187,21 @@ mod tests {
             (GOOGLEBOT.as_bytes(), UaClass::Bot, "bot-marks:bot"),
             (b"GOOGLEBOT", UaClass::Bot, "bot-marks:bot"),
             (b"curl/8.5.0", UaClass::Bot, "bot-clients:curl"),
-            (b"python-requests/2.31", UaClass::Bot, "bot-clients:python-requests"),
-            (b"facebookexternalhit/1.1", UaClass::Bot, "bot-named:facebookexternalhit"),
-            (b"Mozilla/5.0 ChatGPT-User/1.0", UaClass::Bot, "bot-named:ChatGPT-User"),
+            (
+                b"python-requests/2.31",
+                UaClass::Bot,
+                "bot-clients:python-requests",
+            ),
+            (
+                b"facebookexternalhit/1.1",
+                UaClass::Bot,
+                "bot-named:facebookexternalhit",
+            ),
+            (
+                b"Mozilla/5.0 ChatGPT-User/1.0",
+                UaClass::Bot,
+                "bot-named:ChatGPT-User",
+            ),
             (b"", UaClass::Bot, "empty-user-agent"),
             (b"   ", UaClass::Bot, "empty-user-agent"),
             (
@@ -208,7 +220,11 @@ mod tests {
                 "no-bot-token (exception human:libwww-FM)",
             ),
             (b"libwww-perl/6.72", UaClass::Bot, "bot-clients:libwww"),
-            (b"Mozilla/5.0 \xff\xfe bot \x80", UaClass::Bot, "bot-marks:bot"),
+            (
+                b"Mozilla/5.0 \xff\xfe bot \x80",
+                UaClass::Bot,
+                "bot-marks:bot",
+            ),
             (b"Mozilla/5.0 \xff\xfe\x80", UaClass::Human, "no-bot-token"),
         ];
         for &(ua, class, why) in rows {

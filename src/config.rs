@@ -313,11 +313,7 @@ impl Config {
             pool_idle_timeout: duration("proxy.pool_idle_timeout", pool_idle_timeout, "60s")?,
             pool_max_idle,
             trusted_proxies,
-            header_read_timeout: duration(
-                "proxy.header_read_timeout",
-                header_read_timeout,
-                "10s",
-            )?,
+            header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
             shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
         };
 
@@ -329,7 +325,9 @@ impl Config {
                     format!("{p:?}: a name must be 1 to {MAX_NAME_LEN} bytes"),
                 ));
             }
-            if p.bytes().any(|b| matches!(b, b'&' | b'=' | b'[' | b'#') || b <= b' ') {
+            if p.bytes()
+                .any(|b| matches!(b, b'&' | b'=' | b'[' | b'#') || b <= b' ')
+            {
                 return Err(invalid(
                     "block.params",
                     format!("{p:?}: a name cannot contain '&', '=', '[', '#', spaces or control characters"),
@@ -366,11 +364,8 @@ impl Config {
             hosts: allowed,
         };
 
-        let robots_disallow = disallow.unwrap_or_else(|| {
-            ["/admin/", "/api/", "/cron/"]
-                .map(str::to_owned)
-                .to_vec()
-        });
+        let robots_disallow =
+            disallow.unwrap_or_else(|| ["/admin/", "/api/", "/cron/"].map(str::to_owned).to_vec());
         for d in &robots_disallow {
             if !d.starts_with('/') || d.chars().any(char::is_control) || d.contains(' ') {
                 return Err(invalid(
@@ -424,9 +419,12 @@ impl RawConfig {
     pub fn parse(text: &str) -> Result<Self, (String, String)> {
         let de = toml::Deserializer::new(text);
         serde_path_to_error::deserialize(de).map_err(|err| {
-            let key = err.path().to_string();
+            let key = match err.path().to_string() {
+                root if root == "." => "syntax error".to_owned(),
+                key => key,
+            };
             let inner = err.into_inner();
-            let mut message = inner.message().to_owned();
+            let mut message = inner.message().trim().replace('\n', "; ");
             if let Some(span) = inner.span() {
                 let line = text[..span.start.min(text.len())].lines().count().max(1);
                 message = format!("{message} (line {line})");
@@ -441,11 +439,17 @@ fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
     let uri: Uri = s
         .parse()
         .map_err(|_| bad("not a URL like http://127.0.0.1:8000"))?;
-    let scheme = uri.scheme().cloned().ok_or_else(|| bad("missing http://"))?;
+    let scheme = uri
+        .scheme()
+        .cloned()
+        .ok_or_else(|| bad("missing http://"))?;
     if scheme != Scheme::HTTP {
         return Err(bad("only http:// upstreams are supported"));
     }
-    let authority = uri.authority().cloned().ok_or_else(|| bad("missing host"))?;
+    let authority = uri
+        .authority()
+        .cloned()
+        .ok_or_else(|| bad("missing host"))?;
     if authority.as_str().contains('@') {
         return Err(bad("user info is not supported"));
     }
@@ -453,7 +457,9 @@ fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
         return Err(bad("missing host"));
     }
     if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-        return Err(bad("a path or query is not supported; give only scheme, host and port"));
+        return Err(bad(
+            "a path or query is not supported; give only scheme, host and port",
+        ));
     }
     Ok(Upstream { scheme, authority })
 }
@@ -469,7 +475,11 @@ fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
         })
 }
 
-fn duration(key: &'static str, value: Option<String>, default: &str) -> Result<Duration, ConfigError> {
+fn duration(
+    key: &'static str,
+    value: Option<String>,
+    default: &str,
+) -> Result<Duration, ConfigError> {
     let text = value.as_deref().unwrap_or(default);
     let d = humantime::parse_duration(text)
         .map_err(|e| invalid(key, format!("{text:?} is not a duration like \"2s\": {e}")))?;
@@ -493,7 +503,10 @@ mod tests {
         let c = load("").expect("empty config is valid");
         assert_eq!(c.listen, "127.0.0.1:8080".parse().expect("addr"));
         assert_eq!(c.upstream.authority.as_str(), "127.0.0.1:8000");
-        assert_eq!(&*c.blocked_params, &["do".into(), "_fid".into()] as &[Box<str>]);
+        assert_eq!(
+            &*c.blocked_params,
+            &["do".into(), "_fid".into()] as &[Box<str>]
+        );
         assert_eq!(c.redirect.www, WwwMode::Apex);
         assert_eq!(c.proxy.class_header.as_str(), "x-crawler");
         assert_eq!(c.proxy.connect_timeout, Duration::from_secs(2));
@@ -505,26 +518,50 @@ mod tests {
         let cases = [
             ("listen = \"nope\"", "listen: "),
             ("lisen = \"x\"", "lisen: unknown field `lisen`"),
-            ("[proxy]\nconect_timeout = \"1s\"", "proxy.conect_timeout: unknown field `conect_timeout`"),
-            ("[proxy]\nconnect_timeout = 5", "proxy.connect_timeout: invalid type"),
-            ("[proxy]\nconnect_timeout = \"5 parsecs\"", "proxy.connect_timeout: "),
-            ("[proxy]\nconnect_timeout = \"0s\"", "proxy.connect_timeout: must be greater"),
-            ("[proxy]\nclass_header = \"X Crawler\"", "proxy.class_header: "),
-            ("[proxy]\ntrusted_proxies = [\"10.0.0.0/33\"]", "proxy.trusted_proxies: "),
+            (
+                "[proxy]\nconect_timeout = \"1s\"",
+                "proxy.conect_timeout: unknown field `conect_timeout`",
+            ),
+            (
+                "[proxy]\nconnect_timeout = 5",
+                "proxy.connect_timeout: invalid type",
+            ),
+            (
+                "[proxy]\nconnect_timeout = \"5 parsecs\"",
+                "proxy.connect_timeout: ",
+            ),
+            (
+                "[proxy]\nconnect_timeout = \"0s\"",
+                "proxy.connect_timeout: must be greater",
+            ),
+            (
+                "[proxy]\nclass_header = \"X Crawler\"",
+                "proxy.class_header: ",
+            ),
+            (
+                "[proxy]\ntrusted_proxies = [\"10.0.0.0/33\"]",
+                "proxy.trusted_proxies: ",
+            ),
             ("upstream = \"https://x\"", "upstream: "),
             ("upstream = \"http://x/app\"", "upstream: "),
             ("upstream = \"x:80\"", "upstream: "),
             ("[block]\nparams = [\"\"]", "block.params: "),
             ("[block]\nparams = [\"a=b\"]", "block.params: "),
             ("[redirect]\nwww = \"always\"", "redirect.www: "),
-            ("[redirect]\nhosts = [\"http://example.com\"]", "redirect.hosts: "),
+            (
+                "[redirect]\nhosts = [\"http://example.com\"]",
+                "redirect.hosts: ",
+            ),
             ("[robots]\ndisallow = [\"admin\"]", "robots.disallow: "),
             ("[robots]\nextra = [\"a\\nb\"]", "robots.extra: "),
             ("[log]\naccess = \"yes\"", "log.access: invalid type"),
         ];
         for (text, want) in cases {
             let err = load(text).expect_err(text);
-            assert!(err.starts_with(want), "{text:?} gave {err:?}, want {want:?}…");
+            assert!(
+                err.starts_with(want),
+                "{text:?} gave {err:?}, want {want:?}…"
+            );
             assert!(!err.contains('\n'), "one line: {err:?}");
         }
     }
@@ -550,13 +587,36 @@ mod tests {
         load(&text).expect("the example config is valid");
         // Every key of the raw structs appears in the example.
         for key in [
-            "listen", "upstream", "sitemap_dir", "rules_dir", "[proxy]", "preserve_host",
-            "class_header", "connect_timeout", "response_timeout", "pool_idle_timeout",
-            "pool_max_idle", "trusted_proxies", "header_read_timeout", "shutdown_grace",
-            "[block]", "params", "[redirect]", "www", "strip_www_path", "hosts", "[robots]",
-            "disallow", "extra", "[log]", "access",
+            "listen",
+            "upstream",
+            "sitemap_dir",
+            "rules_dir",
+            "[proxy]",
+            "preserve_host",
+            "class_header",
+            "connect_timeout",
+            "response_timeout",
+            "pool_idle_timeout",
+            "pool_max_idle",
+            "trusted_proxies",
+            "header_read_timeout",
+            "shutdown_grace",
+            "[block]",
+            "params",
+            "[redirect]",
+            "www",
+            "strip_www_path",
+            "hosts",
+            "[robots]",
+            "disallow",
+            "extra",
+            "[log]",
+            "access",
         ] {
-            assert!(text.contains(key), "deploy/crawlgate.toml does not document {key}");
+            assert!(
+                text.contains(key),
+                "deploy/crawlgate.toml does not document {key}"
+            );
         }
     }
 }

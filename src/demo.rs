@@ -33,14 +33,18 @@ pub async fn run(
     listen: Option<SocketAddr>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DemoError> {
-    let site = TcpListener::bind("127.0.0.1:0").await.map_err(DemoError::Site)?;
+    let site = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(DemoError::Site)?;
     let site_addr = site.local_addr().map_err(DemoError::Site)?;
     let votes = Arc::new(AtomicU64::new(0));
     let site_task = tokio::spawn(serve_site(site, Arc::clone(&votes)));
 
     let sitemap_dir = SitemapDir::create().map_err(DemoError::Sitemap)?;
     let proxy = match listen {
-        Some(addr) => TcpListener::bind(addr).await.map_err(|e| DemoError::Listen(addr, e))?,
+        Some(addr) => TcpListener::bind(addr)
+            .await
+            .map_err(|e| DemoError::Listen(addr, e))?,
         None => match TcpListener::bind("127.0.0.1:8080").await {
             Ok(l) => l,
             Err(_) => TcpListener::bind("127.0.0.1:0")
@@ -141,8 +145,10 @@ fn site_page(req: &Request<Incoming>, votes: &AtomicU64) -> Response<Full<Bytes>
         host = header("host"),
     );
     let mut res = Response::new(Full::new(Bytes::from(body)));
-    res.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    res.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     res
 }
 

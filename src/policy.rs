@@ -92,9 +92,13 @@ pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
     }
 
     if let Some(authority) = facts.authority {
-        if let Some(location) =
-            canonical::location(&policy.redirect, facts.scheme, authority, facts.path, facts.query)
-        {
+        if let Some(location) = canonical::location(
+            &policy.redirect,
+            facts.scheme,
+            authority,
+            facts.path,
+            facts.query,
+        ) {
             let status = if facts.method == Method::GET || facts.method == Method::HEAD {
                 StatusCode::MOVED_PERMANENTLY
             } else {
@@ -104,7 +108,8 @@ pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
         }
     }
 
-    if facts.path == "/robots.txt" && (facts.method == Method::GET || facts.method == Method::HEAD) {
+    if facts.path == "/robots.txt" && (facts.method == Method::GET || facts.method == Method::HEAD)
+    {
         return (verdict, Decision::ServeRobots);
     }
 
@@ -155,37 +160,149 @@ mod tests {
         (verdict.class, shown)
     }
 
+    /// (method, host, request-target, User-Agent, expected class, expected decision)
+    type Row<'a> = (
+        &'a Method,
+        &'a str,
+        &'a str,
+        Option<&'a [u8]>,
+        UaClass,
+        &'a str,
+    );
+
     #[test]
     fn table() {
         use UaClass::{Bot, Human};
         let get = Method::GET;
-        let rows: &[(&Method, &str, &str, Option<&[u8]>, UaClass, &str)] = &[
+        let rows: &[Row<'_>] = &[
             (&get, "example.com", "/", Some(HUMAN), Human, "forward"),
-            (&get, "example.com", "/?do=vote", Some(HUMAN), Human, "forward"),
+            (
+                &get,
+                "example.com",
+                "/?do=vote",
+                Some(HUMAN),
+                Human,
+                "forward",
+            ),
             (&get, "example.com", "/?do=vote", Some(BOT), Bot, "block do"),
-            (&get, "example.com", "/a?x=1&%64o=vote", Some(BOT), Bot, "block do"),
-            (&get, "example.com", "/a?_fid=abc", Some(BOT), Bot, "block _fid"),
-            (&get, "example.com", "/a?.fid=abc", Some(BOT), Bot, "block _fid"),
+            (
+                &get,
+                "example.com",
+                "/a?x=1&%64o=vote",
+                Some(BOT),
+                Bot,
+                "block do",
+            ),
+            (
+                &get,
+                "example.com",
+                "/a?_fid=abc",
+                Some(BOT),
+                Bot,
+                "block _fid",
+            ),
+            (
+                &get,
+                "example.com",
+                "/a?.fid=abc",
+                Some(BOT),
+                Bot,
+                "block _fid",
+            ),
             (&get, "example.com", "/a?undo=1", Some(BOT), Bot, "forward"),
             (&get, "example.com", "/a?x=do", Some(BOT), Bot, "forward"),
             (&get, "example.com", "/?do=1", None, Bot, "block do"),
             (&get, "example.com", "/?do=1", Some(b""), Bot, "block do"),
             // Block wins over redirect: no hop toward an action for a bot.
-            (&get, "www.example.com", "/www/?do=1", Some(BOT), Bot, "block do"),
-            (&get, "www.example.com", "/www/a?do=1", Some(HUMAN), Human, "301 http://example.com/a?do=1"),
-            (&get, "www.example.com", "/a?b=1", Some(BOT), Bot, "301 http://example.com/a?b=1"),
-            (&Method::POST, "www.example.com", "/form", Some(HUMAN), Human, "308 http://example.com/form"),
-            (&Method::HEAD, "example.com", "/www/", Some(HUMAN), Human, "301 http://example.com/"),
+            (
+                &get,
+                "www.example.com",
+                "/www/?do=1",
+                Some(BOT),
+                Bot,
+                "block do",
+            ),
+            (
+                &get,
+                "www.example.com",
+                "/www/a?do=1",
+                Some(HUMAN),
+                Human,
+                "301 http://example.com/a?do=1",
+            ),
+            (
+                &get,
+                "www.example.com",
+                "/a?b=1",
+                Some(BOT),
+                Bot,
+                "301 http://example.com/a?b=1",
+            ),
+            (
+                &Method::POST,
+                "www.example.com",
+                "/form",
+                Some(HUMAN),
+                Human,
+                "308 http://example.com/form",
+            ),
+            (
+                &Method::HEAD,
+                "example.com",
+                "/www/",
+                Some(HUMAN),
+                Human,
+                "301 http://example.com/",
+            ),
             (&get, "example.com", "/robots.txt", Some(BOT), Bot, "robots"),
-            (&Method::HEAD, "example.com", "/robots.txt", Some(HUMAN), Human, "robots"),
-            (&get, "example.com", "/robots.txt?x=1", Some(BOT), Bot, "robots"),
-            (&Method::POST, "example.com", "/robots.txt", Some(BOT), Bot, "forward"),
-            (&get, "www.example.com", "/robots.txt", Some(BOT), Bot, "301 http://example.com/robots.txt"),
-            (&get, "example.com", "/robots.txt/", Some(BOT), Bot, "forward"),
+            (
+                &Method::HEAD,
+                "example.com",
+                "/robots.txt",
+                Some(HUMAN),
+                Human,
+                "robots",
+            ),
+            (
+                &get,
+                "example.com",
+                "/robots.txt?x=1",
+                Some(BOT),
+                Bot,
+                "robots",
+            ),
+            (
+                &Method::POST,
+                "example.com",
+                "/robots.txt",
+                Some(BOT),
+                Bot,
+                "forward",
+            ),
+            (
+                &get,
+                "www.example.com",
+                "/robots.txt",
+                Some(BOT),
+                Bot,
+                "301 http://example.com/robots.txt",
+            ),
+            (
+                &get,
+                "example.com",
+                "/robots.txt/",
+                Some(BOT),
+                Bot,
+                "forward",
+            ),
         ];
         for &(method, host, target, ua, class, want) in rows {
             let (got_class, got) = run(method.clone(), host, target, ua);
-            assert_eq!((got_class, got.as_str()), (class, want), "{method} {host}{target}");
+            assert_eq!(
+                (got_class, got.as_str()),
+                (class, want),
+                "{method} {host}{target}"
+            );
         }
     }
 

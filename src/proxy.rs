@@ -165,7 +165,10 @@ impl Upstream {
             .or_else(|| parts.headers.get(HOST).cloned());
         parts.version = Version::HTTP_11;
 
-        let trusted = self.trusted_proxies.iter().any(|net| net.contains(&client.peer));
+        let trusted = self
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&client.peer));
         let upstream_host = if self.preserve_host {
             host.clone().unwrap_or_else(|| self.authority_value.clone())
         } else {
@@ -450,7 +453,10 @@ mod tests {
             ("forwarded", "for=1.2.3.4"),
         ]);
         rewrite(&mut map, true, UaClass::Human);
-        assert_eq!(all(&map, "x-forwarded-for"), ["1.2.3.4, 5.6.7.8, 192.0.2.7"]);
+        assert_eq!(
+            all(&map, "x-forwarded-for"),
+            ["1.2.3.4, 5.6.7.8, 192.0.2.7"]
+        );
         assert_eq!(all(&map, "x-forwarded-proto"), ["https"]);
         assert_eq!(all(&map, "x-crawler"), ["0"]);
         assert_eq!(all(&map, "forwarded"), ["for=1.2.3.4"]);
@@ -458,7 +464,11 @@ mod tests {
 
     #[test]
     fn peer_values_render_v4_and_v6() {
-        for ip in ["10.0.0.1", "::1", "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"] {
+        for ip in [
+            "10.0.0.1",
+            "::1",
+            "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255",
+        ] {
             let v = HeaderValue::from(PeerValue(ip.parse().expect("ip")));
             assert_eq!(v, ip.parse::<IpAddr>().expect("ip").to_string().as_str());
         }

@@ -95,7 +95,11 @@ pub fn php_name<'b>(raw: &[u8], buf: &'b mut [u8]) -> Option<&'b [u8]> {
                 }
                 push(b'_', &mut len)?;
                 for b in input.by_ref() {
-                    let b = if matches!(b, b' ' | b'.' | b'[') { b'_' } else { b };
+                    let b = if matches!(b, b' ' | b'.' | b'[') {
+                        b'_'
+                    } else {
+                        b
+                    };
                     push(b, &mut len)?;
                 }
             }

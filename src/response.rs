@@ -24,7 +24,9 @@ const CLOSE: HeaderValue = HeaderValue::from_static("close");
 
 /// A response with a fixed text body.
 pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(Bytes::from_static(body.as_bytes()))));
+    let mut res = Response::new(Either::Right(Full::new(Bytes::from_static(
+        body.as_bytes(),
+    ))));
     *res.status_mut() = status;
     res.headers_mut().insert(CONTENT_TYPE, TEXT);
     res.headers_mut().insert(CACHE_CONTROL, NO_STORE);
@@ -56,12 +58,18 @@ pub fn robots(body: Bytes) -> Response<Body> {
 
 /// 502: the upstream could not be reached or answered wrongly.
 pub fn bad_gateway() -> Response<Body> {
-    text(StatusCode::BAD_GATEWAY, "502 Bad Gateway: the site is not answering.\n")
+    text(
+        StatusCode::BAD_GATEWAY,
+        "502 Bad Gateway: the site is not answering.\n",
+    )
 }
 
 /// 504: the upstream did not answer in time.
 pub fn gateway_timeout() -> Response<Body> {
-    text(StatusCode::GATEWAY_TIMEOUT, "504 Gateway Timeout: the site did not answer in time.\n")
+    text(
+        StatusCode::GATEWAY_TIMEOUT,
+        "504 Gateway Timeout: the site did not answer in time.\n",
+    )
 }
 
 /// 400 for a request crawlgate cannot route.

@@ -136,10 +136,20 @@ mod tests {
     #[test]
     fn sitemap_line_only_when_the_index_exists() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let r = Robots::new(&["do", "_fid"], &defaults(), &[], Some(dir.path().to_owned()));
+        let r = Robots::new(
+            &["do", "_fid"],
+            &defaults(),
+            &[],
+            Some(dir.path().to_owned()),
+        );
         assert_eq!(r.body("https", Some("example.com")), DESIGN_BODY);
 
-        let r = Robots::new(&["do", "_fid"], &defaults(), &[], Some(dir.path().to_owned()));
+        let r = Robots::new(
+            &["do", "_fid"],
+            &defaults(),
+            &[],
+            Some(dir.path().to_owned()),
+        );
         std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
         assert_eq!(
             r.body("https", Some("Example.com:8443")),
@@ -160,10 +170,25 @@ mod tests {
             let url = format!("http://example.com{path}");
             DefaultMatcher::default().one_agent_allowed_by_robots(&body, "Googlebot", &url)
         };
-        for path in ["/?do=x", "/a?b=1&do=x", "/x?_fid=1", "/admin/", "/admin/users", "/api/v1", "/cron/x"] {
+        for path in [
+            "/?do=x",
+            "/a?b=1&do=x",
+            "/x?_fid=1",
+            "/admin/",
+            "/admin/users",
+            "/api/v1",
+            "/cron/x",
+        ] {
             assert!(!allowed(path), "{path} must be disallowed");
         }
-        for path in ["/", "/page", "/page?id=1", "/page?undo=1", "/administrator", "/a?x=do"] {
+        for path in [
+            "/",
+            "/page",
+            "/page?id=1",
+            "/page?undo=1",
+            "/administrator",
+            "/a?x=do",
+        ] {
             assert!(allowed(path), "{path} must be allowed");
         }
     }

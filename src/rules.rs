@@ -96,7 +96,10 @@ impl RuleLists {
             let _ = parse_file(Path::new(name), text, &mut rules);
         }
         sort(&mut rules);
-        Self { rules, source: None }
+        Self {
+            rules,
+            source: None,
+        }
     }
 
     /// Reads every `*.txt` file of `dir`.
@@ -214,7 +217,11 @@ mod tests {
         let long = "x".repeat(300);
         fs::write(dir.path().join("bot-a.txt"), format!("ok\n# c\n{long}\n")).expect("write");
         let err = RuleLists::from_dir(dir.path()).expect_err("too long");
-        assert!(err.to_string().ends_with("bot-a.txt:3: token longer than 256 bytes"), "{err}");
+        assert!(
+            err.to_string()
+                .ends_with("bot-a.txt:3: token longer than 256 bytes"),
+            "{err}"
+        );
     }
 
     #[test]

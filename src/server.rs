@@ -54,7 +54,8 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
-        let service = service_fn(move |req| service::handle(Arc::clone(&shared), peer, "http", req));
+        let service =
+            service_fn(move |req| service::handle(Arc::clone(&shared), peer, "http", req));
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

@@ -151,7 +151,13 @@ async fn forward(
         }
     };
     if let Some(fields) = fields {
-        fields.emit(res.status(), Some(class), "forward", Some(upstream_time), start);
+        fields.emit(
+            res.status(),
+            Some(class),
+            "forward",
+            Some(upstream_time),
+            start,
+        );
     }
     Ok(res)
 }

@@ -41,6 +41,11 @@ pub fn run_with_stdin(bin: &Path, args: &[&str], input: &[u8]) -> String {
         stdin.write_all(input).expect("write stdin");
     }
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "{} failed: {:?}", bin.display(), out.status);
+    assert!(
+        out.status.success(),
+        "{} failed: {:?}",
+        bin.display(),
+        out.status
+    );
     String::from_utf8(out.stdout).expect("utf-8 output")
 }

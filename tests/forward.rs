@@ -52,8 +52,18 @@ async fn forwarded_requests_carry_our_headers_and_not_the_clients_copies() {
     assert_eq!(r.all("x-forwarded-proto"), ["http"]);
     assert_eq!(r.all("x-forwarded-host"), ["example.com"]);
     assert_eq!(r.all("host"), ["example.com"]);
-    for gone in ["forwarded", "proxy", "keep-alive", "te", "x-hop", "connection"] {
-        assert!(r.header(gone).is_none() || gone == "connection", "{gone} reached the upstream");
+    for gone in [
+        "forwarded",
+        "proxy",
+        "keep-alive",
+        "te",
+        "x-hop",
+        "connection",
+    ] {
+        assert!(
+            r.header(gone).is_none() || gone == "connection",
+            "{gone} reached the upstream"
+        );
     }
     assert_ne!(r.header("connection"), Some("close, X-Hop"));
     assert_eq!(r.header("accept"), Some("text/html"));
@@ -108,8 +118,13 @@ async fn upstream_connections_are_kept_alive_and_reused() {
         assert_eq!(res.status, 200);
     }
     assert_eq!(upstream.requests().len(), 20);
-    let conns = upstream.connections.load(std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(conns, 1, "20 sequential requests used {conns} upstream connections");
+    let conns = upstream
+        .connections
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        conns, 1,
+        "20 sequential requests used {conns} upstream connections"
+    );
     proxy.stop().await;
 }
 
@@ -117,7 +132,9 @@ const BIG: u64 = 64 * 1024 * 1024;
 
 async fn client(addr: std::net::SocketAddr) -> http1::SendRequest<Chunks> {
     let stream = TcpStream::connect(addr).await.expect("connect");
-    let (sender, conn) = http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+    let (sender, conn) = http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
     tokio::spawn(conn);
     sender
 }
@@ -168,8 +185,13 @@ async fn a_64_mib_upload_arrives_byte_identical_with_and_without_length() {
     }
     let seen = upstream.requests();
     assert_eq!(seen.len(), 2);
-    assert!(seen.iter().all(|r| r.body_len == BIG && r.body_sha256 == want));
-    assert_eq!(seen[0].header("content-length"), Some(BIG.to_string().as_str()));
+    assert!(seen
+        .iter()
+        .all(|r| r.body_len == BIG && r.body_sha256 == want));
+    assert_eq!(
+        seen[0].header("content-length"),
+        Some(BIG.to_string().as_str())
+    );
     assert_eq!(seen[1].header("transfer-encoding"), Some("chunked"));
     proxy.stop().await;
 }
@@ -184,7 +206,11 @@ async fn a_dead_upstream_is_a_quick_502() {
     let res = get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;
     assert_eq!(res.status, 502);
     assert!(res.text().contains("Bad Gateway"));
-    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        start.elapsed()
+    );
     proxy.stop().await;
 }
 
@@ -199,12 +225,19 @@ async fn a_hung_upstream_is_a_504_after_the_response_timeout() {
             held.push(stream);
         }
     });
-    let proxy = Proxy::start("[proxy]\nresponse_timeout = \"300ms\"", &format!("http://{addr}")).await;
+    let proxy = Proxy::start(
+        "[proxy]\nresponse_timeout = \"300ms\"",
+        &format!("http://{addr}"),
+    )
+    .await;
     let start = Instant::now();
     let res = get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;
     let took = start.elapsed();
     assert_eq!(res.status, 504);
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "took {took:?}"
+    );
     proxy.stop().await;
     holder.abort();
 }
@@ -213,7 +246,11 @@ async fn a_hung_upstream_is_a_504_after_the_response_timeout() {
 async fn connect_method_is_refused() {
     let upstream = Upstream::start().await;
     let proxy = Proxy::start("", &upstream.url()).await;
-    let res = send_raw(proxy.addr, b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n").await;
+    let res = send_raw(
+        proxy.addr,
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    )
+    .await;
     assert_eq!(res.status, 405);
     assert!(upstream.requests().is_empty());
     proxy.stop().await;

@@ -13,7 +13,10 @@ async fn robots_txt_is_answered_by_the_proxy() {
     let proxy = Proxy::start("", &upstream.url()).await;
     let res = get(proxy.addr, "example.com", "/robots.txt", Some(GOOGLEBOT)).await;
     assert_eq!(res.status, 200);
-    assert_eq!(res.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(
+        res.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
     assert_eq!(res.text(), DESIGN_BODY);
     let len = DESIGN_BODY.len().to_string();
     assert_eq!(res.header("content-length"), Some(len.as_str()));
@@ -39,7 +42,11 @@ async fn the_sitemap_line_follows_the_index_file_and_the_request_host() {
     )
     .await;
     let res = get(proxy.addr, "example.com", "/robots.txt", None).await;
-    assert_eq!(res.text(), DESIGN_BODY, "no index file yet: no Sitemap line");
+    assert_eq!(
+        res.text(),
+        DESIGN_BODY,
+        "no index file yet: no Sitemap line"
+    );
 
     std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
     // The existence check is cached for at most a second.
@@ -67,7 +74,15 @@ async fn robots_lines_derive_from_config() {
         "User-agent: *\nAllow: /\nDisallow: /*?act=\nDisallow: /*&act=\nDisallow: /private/\nCrawl-delay: 2\n"
     );
     // Other methods on /robots.txt are the site's business.
-    let post = request(proxy.addr, "POST", "example.com", "/robots.txt", None, "Content-Length: 0\r\n").await;
+    let post = request(
+        proxy.addr,
+        "POST",
+        "example.com",
+        "/robots.txt",
+        None,
+        "Content-Length: 0\r\n",
+    )
+    .await;
     assert_eq!(post.status, 200);
     assert_eq!(upstream.requests().len(), 1);
     proxy.stop().await;

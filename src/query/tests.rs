@@ -92,10 +92,10 @@ fn action_param_is_the_union_of_both_parsers() {
         ("a=1&do=vote", Some(0)),
         ("a=1&%64o=vote", Some(0)),
         ("do[]=1", Some(0)),
-        ("do[=1", Some(0)),       // Nette only
-        ("do%5D=1", Some(0)),     // Nette only
-        ("+do=1", Some(0)),       // PHP only
-        (".fid=1", Some(1)),      // PHP only
+        ("do[=1", Some(0)),   // Nette only
+        ("do%5D=1", Some(0)), // Nette only
+        ("+do=1", Some(0)),   // PHP only
+        (".fid=1", Some(1)),  // PHP only
         ("_fid=abc", Some(1)),
         ("do", Some(0)),
         ("undo=1", None),
@@ -110,7 +110,11 @@ fn action_param_is_the_union_of_both_parsers() {
         ("%00do=1", None),
     ];
     for &(query, want) in cases {
-        assert_eq!(action_param(query.as_bytes(), &blocked), want, "query {query:?}");
+        assert_eq!(
+            action_param(query.as_bytes(), &blocked),
+            want,
+            "query {query:?}"
+        );
     }
 }
 

@@ -61,21 +61,29 @@ pub struct Upstream {
 
 impl Upstream {
     pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind upstream");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind upstream");
         let addr = listener.local_addr().expect("addr");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
         let (seen2, conns2) = (Arc::clone(&seen), Arc::clone(&connections));
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 conns2.fetch_add(1, Ordering::SeqCst);
                 let seen = Arc::clone(&seen2);
                 let service = service_fn(move |req| upstream_handler(req, Arc::clone(&seen)));
                 tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
             }
         });
-        Self { addr, seen, connections }
+        Self {
+            addr,
+            seen,
+            connections,
+        }
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -173,11 +181,19 @@ pub struct Chunks {
 
 impl Chunks {
     pub fn new(total: u64) -> Self {
-        Self { offset: 0, total, exact: true }
+        Self {
+            offset: 0,
+            total,
+            exact: true,
+        }
     }
 
     pub fn chunked(total: u64) -> Self {
-        Self { offset: 0, total, exact: false }
+        Self {
+            offset: 0,
+            total,
+            exact: false,
+        }
     }
 }
 
@@ -217,10 +233,13 @@ pub struct Proxy {
 impl Proxy {
     /// Starts crawlgate with `toml` as its config file and `upstream`.
     pub async fn start(toml: &str, upstream: &str) -> Self {
-        Self::start_with(toml, Overrides {
-            upstream: Some(upstream.to_owned()),
-            ..Overrides::default()
-        })
+        Self::start_with(
+            toml,
+            Overrides {
+                upstream: Some(upstream.to_owned()),
+                ..Overrides::default()
+            },
+        )
         .await
     }
 
@@ -234,7 +253,11 @@ impl Proxy {
         let task = tokio::spawn(crawlgate::server::serve(listener, shared, async {
             let _ = stopped.await;
         }));
-        Self { addr, stop: Some(stop), task: Some(task) }
+        Self {
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        }
     }
 
     pub async fn stop(mut self) {
@@ -296,7 +319,11 @@ pub fn parse_raw(buf: &[u8]) -> Raw {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .expect("status code");
-    Raw { status, head, body: buf[split + 4..].to_vec() }
+    Raw {
+        status,
+        head,
+        body: buf[split + 4..].to_vec(),
+    }
 }
 
 /// `GET target` with `Host: host` and the given User-Agent (None: no header).
@@ -312,15 +339,16 @@ pub async fn request(
     ua: Option<&str>,
     extra_headers: &str,
 ) -> Raw {
-    let ua = ua.map(|ua| format!("User-Agent: {ua}\r\n")).unwrap_or_default();
+    let ua = ua
+        .map(|ua| format!("User-Agent: {ua}\r\n"))
+        .unwrap_or_default();
     let req = format!(
         "{method} {target} HTTP/1.1\r\nHost: {host}\r\n{ua}{extra_headers}Connection: close\r\n\r\n"
     );
     send_raw(addr, req.as_bytes()).await
 }
 
-pub const FIREFOX: &str =
-    "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
+pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
 pub const GOOGLEBOT: &str =
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 

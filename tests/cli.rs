@@ -1,0 +1,376 @@
+//! The `crawlgate` binary itself: flags, exit codes, one-line errors,
+//! `classify`, `check-config`, `demo`, signals, and bounded memory while
+//! streaming.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use support::{get, Upstream, FIREFOX};
+
+const BIN: &str = env!("CARGO_BIN_EXE_crawlgate");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run crawlgate")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn help_documents_every_flag_and_subcommand() {
+    let out = run(&["--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for word in [
+        "--listen",
+        "--upstream",
+        "--config",
+        "--sitemap-dir",
+        "--rules",
+        "demo",
+        "classify",
+        "check-config",
+    ] {
+        assert!(
+            text.contains(word),
+            "--help does not mention {word}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn check_config_accepts_the_example_and_names_the_bad_key() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/crawlgate.toml");
+    let out = run(&["check-config", example]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        ("[redirect]\nwww = \"sometimes\"\n", "redirect.www"),
+        ("[proxy]\nconnect_timout = \"1s\"\n", "proxy.connect_timout"),
+        (
+            "[proxy]\nresponse_timeout = \"soon\"\n",
+            "proxy.response_timeout",
+        ),
+        ("listen = [\n", "line"),
+        ("rules_dir = \"/nonexistent/rules\"\n", "/nonexistent/rules"),
+    ];
+    for (text, key) in cases {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).expect("write");
+        let out = run(&["check-config", path.to_str().expect("utf-8 path")]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(64), "{text:?}: {err}");
+        assert!(
+            err.contains(key),
+            "{text:?}: error does not name {key}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = run(&["check-config", "/nonexistent/crawlgate.toml"]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("/nonexistent/crawlgate.toml"));
+}
+
+#[test]
+fn start_up_errors_are_one_line() {
+    let out = run(&["--listen", "not-an-address"]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).contains("listen"), "{}", stderr(&out));
+
+    let out = run(&["--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = Command::new(BIN)
+        .args(["--listen", &addr])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn classify_reads_lines_and_explains() {
+    let mut child = Command::new(BIN)
+        .args(["classify", "--explain"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let input = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\n\
+        Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0\r\n\
+        \n\
+        python-requests/2.32\n\
+        Mozilla/5.0 \xff\xfe not utf-8\n";
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "bot\tbot-marks:bot\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tbot-clients:python-requests\nhuman\tno-bot-token\n"
+    );
+}
+
+#[test]
+fn classify_uses_a_rules_folder_when_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("bot-mine.txt"), "# mine\nFirefox\n").expect("write");
+    let mut child = Command::new(BIN)
+        .args([
+            "classify",
+            "--rules",
+            dir.path().to_str().expect("utf-8"),
+            "--explain",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"Firefox/133\ncurl/8\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "bot\tbot-mine:Firefox\nhuman\tno-bot-token\n"
+    );
+}
+
+/// Kills the child when dropped, so a failing test leaves nothing behind.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary and waits until `addr` accepts connections.
+fn start_proxy(args: &[&str], addr: SocketAddr) -> Running {
+    let child = Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let running = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "crawlgate did not start on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    running
+}
+
+fn free_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("field")
+}
+
+#[test]
+fn sigterm_stops_the_proxy_with_exit_code_0() {
+    let addr = free_addr();
+    let mut proxy = start_proxy(
+        &[
+            "--listen",
+            &addr.to_string(),
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        addr,
+    );
+    let pid = proxy.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = proxy.0.try_wait().expect("wait") {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Streams 256 MiB down and 256 MiB up through the real binary and checks
+/// that its peak resident memory grows by a few MiB at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_256_mib_each_way_keeps_memory_flat() {
+    use http_body_util::BodyExt;
+    use hyper_util::rt::TokioIo;
+
+    const SIZE: u64 = 256 * 1024 * 1024;
+    const LIMIT_KIB: u64 = 16 * 1024;
+
+    let upstream = Upstream::start().await;
+    let addr = free_addr();
+    let proxy = start_proxy(
+        &["--listen", &addr.to_string(), "--upstream", &upstream.url()],
+        addr,
+    );
+    let pid = proxy.0.id();
+
+    // Warm up: pools, buffers, allocator arenas.
+    for _ in 0..3 {
+        assert_eq!(
+            get(addr, "example.com", "/", Some(FIREFOX)).await.status,
+            200
+        );
+    }
+    let baseline = status_kib(pid, "VmRSS:");
+
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+
+    let req = http::Request::get(format!("/download?bytes={SIZE}"))
+        .header("host", "example.com")
+        .header("user-agent", FIREFOX)
+        .body(support::Chunks::new(0))
+        .expect("request");
+    let res = sender.send_request(req).await.expect("response");
+    let mut body = res.into_body();
+    let mut down = 0u64;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.expect("frame").into_data() {
+            down += data.len() as u64;
+        }
+    }
+    assert_eq!(down, SIZE);
+
+    let req = http::Request::post("/upload")
+        .header("host", "example.com")
+        .header("user-agent", FIREFOX)
+        .body(support::Chunks::chunked(SIZE))
+        .expect("request");
+    sender.ready().await.expect("connection kept alive");
+    let res = sender.send_request(req).await.expect("response");
+    let hash = res.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(hash, support::pattern_sha256(SIZE).as_bytes());
+
+    let peak = status_kib(pid, "VmHWM:");
+    let grew = peak.saturating_sub(baseline);
+    eprintln!("crawlgate RSS: baseline {baseline} KiB, peak {peak} KiB, growth {grew} KiB over 512 MiB streamed");
+    assert!(
+        grew < LIMIT_KIB,
+        "peak RSS grew by {grew} KiB (limit {LIMIT_KIB} KiB)"
+    );
+}
+
+#[test]
+fn demo_shows_every_feature() {
+    let mut child = Command::new(BIN)
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn demo");
+    let stdout = child.stdout.take().expect("stdout");
+    let demo = Running(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut printed = Vec::new();
+    let addr: SocketAddr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("demo prints its address");
+        printed.push(line.clone());
+        if let Some(rest) = line.split("proxy listening on http://").nth(1) {
+            break rest
+                .split(' ')
+                .next()
+                .expect("addr")
+                .parse()
+                .expect("socket address");
+        }
+    };
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(300)) {
+        printed.push(line);
+    }
+    let printed = printed.join("\n");
+    for needle in ["?do=vote", "robots.txt", "Host: www.localhost", "curl -i"] {
+        assert!(
+            printed.contains(needle),
+            "demo output lacks {needle}:\n{printed}"
+        );
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let blocked = get(addr, "127.0.0.1", "/?do=vote", Some("curl/8.5.0")).await;
+        assert_eq!(blocked.status, 403);
+        let voted = get(addr, "127.0.0.1", "/?do=vote", Some(FIREFOX)).await;
+        assert_eq!(voted.status, 200);
+        assert!(
+            voted.text().contains("votes recorded: 1"),
+            "{}",
+            voted.text()
+        );
+        assert!(voted.text().contains("X-Crawler: 0"), "{}", voted.text());
+        let page = get(addr, "127.0.0.1", "/page?id=1", Some("curl/8.5.0")).await;
+        assert!(page.text().contains("votes recorded: 1") && page.text().contains("X-Crawler: 1"));
+        let host = format!("www.localhost:{}", addr.port());
+        let moved = get(addr, &host, "/www/page?id=1", Some("curl/8.5.0")).await;
+        assert_eq!(moved.status, 301);
+        let want = format!("http://localhost:{}/page?id=1", addr.port());
+        assert_eq!(moved.header("location"), Some(want.as_str()));
+        let robots = get(addr, "127.0.0.1", "/robots.txt", Some("curl/8.5.0")).await;
+        let sitemap = "Sitemap: http://127.0.0.1/sitemaps/sitemap.xml";
+        assert!(robots.text().contains(sitemap), "{}", robots.text());
+    });
+    drop(demo);
+}
