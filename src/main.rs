@@ -1,6 +1,6 @@
 //! The `crawlgate` command: flags → config → server, and the exit code.
 
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, IsTerminal};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -202,6 +202,7 @@ fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(io::stderr().is_terminal())
         .with_writer(io::stderr)
         .init();
 }

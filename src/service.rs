@@ -235,6 +235,7 @@ impl AccessFields {
             method = %self.method,
             host = truncate(host),
             path = truncate(self.uri.path()),
+            query = self.uri.query().map(truncate),
             status = status.as_u16(),
             class = class.map_or("-", UaClass::as_str),
             decision,

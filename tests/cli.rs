@@ -238,13 +238,18 @@ fn sigterm_stops_the_proxy_with_exit_code_0() {
 
 /// Streams 256 MiB down and 256 MiB up through the real binary and checks
 /// that its peak resident memory grows by a few MiB at most.
+/// `CRAWLGATE_STREAM_MIB=1024` makes it 1 GiB each way (see bench/README.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_256_mib_each_way_keeps_memory_flat() {
     use http_body_util::BodyExt;
     use hyper_util::rt::TokioIo;
 
-    const SIZE: u64 = 256 * 1024 * 1024;
     const LIMIT_KIB: u64 = 16 * 1024;
+    let mib: u64 = std::env::var("CRAWLGATE_STREAM_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let size = mib * 1024 * 1024;
 
     let upstream = Upstream::start().await;
     let addr = free_addr();
@@ -269,7 +274,7 @@ async fn streaming_256_mib_each_way_keeps_memory_flat() {
         .expect("handshake");
     tokio::spawn(conn);
 
-    let req = http::Request::get(format!("/download?bytes={SIZE}"))
+    let req = http::Request::get(format!("/download?bytes={size}"))
         .header("host", "example.com")
         .header("user-agent", FIREFOX)
         .body(support::Chunks::new(0))
@@ -282,21 +287,21 @@ async fn streaming_256_mib_each_way_keeps_memory_flat() {
             down += data.len() as u64;
         }
     }
-    assert_eq!(down, SIZE);
+    assert_eq!(down, size);
 
     let req = http::Request::post("/upload")
         .header("host", "example.com")
         .header("user-agent", FIREFOX)
-        .body(support::Chunks::chunked(SIZE))
+        .body(support::Chunks::chunked(size))
         .expect("request");
     sender.ready().await.expect("connection kept alive");
     let res = sender.send_request(req).await.expect("response");
     let hash = res.into_body().collect().await.expect("body").to_bytes();
-    assert_eq!(hash, support::pattern_sha256(SIZE).as_bytes());
+    assert_eq!(hash, support::pattern_sha256(size).as_bytes());
 
     let peak = status_kib(pid, "VmHWM:");
     let grew = peak.saturating_sub(baseline);
-    eprintln!("crawlgate RSS: baseline {baseline} KiB, peak {peak} KiB, growth {grew} KiB over 512 MiB streamed");
+    eprintln!("crawlgate RSS: baseline {baseline} KiB, peak {peak} KiB, growth {grew} KiB after {mib} MiB down and {mib} MiB up");
     assert!(
         grew < LIMIT_KIB,
         "peak RSS grew by {grew} KiB (limit {LIMIT_KIB} KiB)"
