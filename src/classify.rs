@@ -57,6 +57,19 @@ pub struct Verdict {
 
 /// The compiled token lists. Build once per rules load; cheap to share
 /// behind an `Arc`.
+///
+/// ```
+/// use crawlgate::classify::{Classifier, UaClass};
+/// use crawlgate::rules::RuleLists;
+///
+/// let classifier = Classifier::new(&RuleLists::embedded())?;
+/// let googlebot = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+/// assert_eq!(classifier.classify(Some(googlebot)).class, UaClass::Bot);
+/// let phone = b"Mozilla/5.0 (Linux; Android 9; CUBOT P30) Chrome/120 Mobile Safari/537.36";
+/// assert_eq!(classifier.classify(Some(phone)).class, UaClass::Human);
+/// assert_eq!(classifier.classify(None).class, UaClass::Bot);
+/// # Ok::<(), crawlgate::rules::RulesError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Classifier {
     automaton: AhoCorasick,

@@ -30,6 +30,16 @@ pub const MAX_NAME_LEN: usize = 64;
 ///
 /// `query` is the raw query component, without the `?`. Pairs are separated
 /// by `&` (PHP's default `arg_separator.input`); a name runs to the first `=`.
+///
+/// ```
+/// use crawlgate::query::action_param;
+///
+/// let blocked = ["do", "_fid"];
+/// assert_eq!(action_param(b"id=1&do=vote", &blocked), Some(0));
+/// assert_eq!(action_param(b"%64o[]=vote", &blocked), Some(0)); // $_GET['do']
+/// assert_eq!(action_param(b".fid=abc", &blocked), Some(1)); // $_GET['_fid']
+/// assert_eq!(action_param(b"undo=1&x=do", &blocked), None);
+/// ```
 pub fn action_param<N: AsRef<str>>(query: &[u8], blocked: &[N]) -> Option<usize> {
     let mut buf = [0u8; MAX_NAME_LEN];
     for pair in query.split(|&b| b == b'&') {

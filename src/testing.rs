@@ -8,15 +8,16 @@ use std::process::{Command, Stdio};
 pub const REQUIRE_PHP: &str = "CRAWLGATE_REQUIRE_PHP";
 
 /// Finds `php` on `PATH`. When it is missing: panics if
-/// `CRAWLGATE_REQUIRE_PHP` is set (CI installs PHP and sets it), otherwise
-/// prints that the test is skipped and returns `None`.
+/// `CRAWLGATE_REQUIRE_PHP` is set (`.ci/run` installs PHP and sets it) or
+/// `CI=true`, otherwise prints that the test is skipped and returns `None`.
 pub fn php_binary() -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join("php"))
             .find(|p| p.is_file())
     });
-    let required = std::env::var_os(REQUIRE_PHP).is_some_and(|v| !v.is_empty() && v != "0");
+    let required = std::env::var_os(REQUIRE_PHP).is_some_and(|v| !v.is_empty() && v != "0")
+        || std::env::var_os("CI").is_some_and(|v| v == "true");
     match found {
         Some(php) => Some(php),
         None if required => panic!("{REQUIRE_PHP} is set but `php` is not on PATH"),
