@@ -11,7 +11,7 @@
 //! The classifier is a politeness filter, not a security boundary: any UA
 //! can be forged.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
 use crate::rules::{Kind, Rule, RuleLists, RulesError};
 
@@ -34,7 +34,7 @@ impl UaClass {
     }
 }
 
-/// Which rule decided, for `classify --explain` and logs.
+/// Which rule decided, for `classify --explain`, logs and per-class policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     /// No User-Agent header, or an empty one.
@@ -72,20 +72,48 @@ pub struct Verdict {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Classifier {
-    automaton: AhoCorasick,
+    /// Case-sensitive automaton over the lowercased tokens, run on a
+    /// lowercased copy of the UA (on the stack): lets the automaton use its
+    /// prefilters.
+    lower: AhoCorasick,
+    /// The same tokens, ASCII case-insensitive, for User-Agents longer than
+    /// the stack buffer.
+    folded: AhoCorasick,
+    /// Automaton pattern → the rules with that token (case-folded), in
+    /// priority order: human exceptions first, then file order.
+    groups: Vec<Vec<usize>>,
     rules: Vec<Rule>,
 }
+
+/// User-Agents up to this length are lowercased on the stack.
+const STACK_UA: usize = 512;
 
 impl Classifier {
     /// Compiles `lists` into one automaton.
     pub fn new(lists: &RuleLists) -> Result<Self, RulesError> {
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostFirst)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(lists.rules.iter().map(|r| r.token.as_bytes()))?;
+        let mut patterns: Vec<String> = Vec::new();
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        for (i, rule) in lists.rules.iter().enumerate() {
+            let folded = rule.token.to_ascii_lowercase();
+            let id = *index.entry(folded.clone()).or_insert_with(|| {
+                patterns.push(folded);
+                groups.push(Vec::new());
+                patterns.len() - 1
+            });
+            groups[id].push(i);
+        }
+        let build = |case_insensitive: bool| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(case_insensitive)
+                .match_kind(MatchKind::LeftmostLongest)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&patterns)
+        };
         Ok(Self {
-            automaton,
+            lower: build(false)?,
+            folded: build(true)?,
+            groups,
             rules: lists.rules.clone(),
         })
     }
@@ -93,6 +121,17 @@ impl Classifier {
     /// The rules, indexed as in [`Reason`].
     pub fn rules(&self) -> &[Rule] {
         &self.rules
+    }
+
+    /// The class of robot behind a verdict: the name of the list whose token
+    /// decided (`search`, `ai`, `library`, …), or `None` for humans and
+    /// `Some("empty")` for an empty User-Agent.
+    pub fn robot_class(&self, verdict: &Verdict) -> Option<&str> {
+        match verdict.reason {
+            Reason::EmptyUserAgent => Some("empty"),
+            Reason::Token(i) => Some(&self.rules[i].list),
+            Reason::NoBotToken(_) => None,
+        }
     }
 
     /// Classifies a User-Agent given as raw header bytes (need not be UTF-8).
@@ -106,9 +145,34 @@ impl Classifier {
                 }
             }
         };
+        let mut buf = [0u8; STACK_UA];
+        match buf.get_mut(..ua.len()) {
+            Some(lowered) => {
+                for (dst, src) in lowered.iter_mut().zip(ua) {
+                    *dst = src.to_ascii_lowercase();
+                }
+                self.scan(&self.lower, lowered, ua)
+            }
+            None => self.scan(&self.folded, ua, ua),
+        }
+    }
+
+    /// Runs `automaton` over `haystack` (the UA or its lowercase copy, same
+    /// length) and applies each match's rule conditions to the original.
+    fn scan(&self, automaton: &AhoCorasick, haystack: &[u8], ua: &[u8]) -> Verdict {
         let mut exception = None;
-        for m in self.automaton.find_iter(ua) {
-            let index = m.pattern().as_usize();
+        let mut at = 0;
+        while let Some(m) = automaton.find(Input::new(haystack).span(at..haystack.len())) {
+            let group = &self.groups[m.pattern().as_usize()];
+            let accepted = group
+                .iter()
+                .copied()
+                .find(|&i| self.rules[i].accepts(ua, m.start(), m.end()));
+            let Some(index) = accepted else {
+                // A shorter token may still match from the next byte on.
+                at = m.start() + 1;
+                continue;
+            };
             match self.rules[index].kind {
                 Kind::Bot => {
                     return Verdict {
@@ -116,7 +180,10 @@ impl Classifier {
                         reason: Reason::Token(index),
                     }
                 }
-                Kind::Human => exception = Some(index),
+                Kind::Human => {
+                    exception = Some(index);
+                    at = m.end();
+                }
             }
         }
         Verdict {
@@ -126,11 +193,11 @@ impl Classifier {
     }
 
     /// A short human-readable name of the rule behind `reason`, such as
-    /// `bot-marks:bot` or `no-bot-token`.
+    /// `search:Googlebot` or `no-bot-token`.
     pub fn explain(&self, reason: Reason) -> String {
         let rule = |i: usize| {
             let r = &self.rules[i];
-            format!("{}:{}", r.list, r.token)
+            format!("{}:{}", r.list, r.written())
         };
         match reason {
             Reason::EmptyUserAgent => "empty-user-agent".to_owned(),
@@ -178,86 +245,4 @@ pub fn classify_lines(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn classifier() -> Classifier {
-        Classifier::new(&RuleLists::embedded()).expect("embedded rules compile")
-    }
-
-    const FIREFOX: &str =
-        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
-    const CHROME_ANDROID: &str = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36";
-    const GOOGLEBOT: &str =
-        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
-
-    #[test]
-    fn table() {
-        let c = classifier();
-        let rows: &[(&[u8], UaClass, &str)] = &[
-            (FIREFOX.as_bytes(), UaClass::Human, "no-bot-token"),
-            (CHROME_ANDROID.as_bytes(), UaClass::Human, "no-bot-token"),
-            (GOOGLEBOT.as_bytes(), UaClass::Bot, "bot-marks:bot"),
-            (b"GOOGLEBOT", UaClass::Bot, "bot-marks:bot"),
-            (b"curl/8.5.0", UaClass::Bot, "bot-clients:curl"),
-            (
-                b"python-requests/2.31",
-                UaClass::Bot,
-                "bot-clients:python-requests",
-            ),
-            (
-                b"facebookexternalhit/1.1",
-                UaClass::Bot,
-                "bot-named:facebookexternalhit",
-            ),
-            (
-                b"Mozilla/5.0 ChatGPT-User/1.0",
-                UaClass::Bot,
-                "bot-named:ChatGPT-User",
-            ),
-            (b"", UaClass::Bot, "empty-user-agent"),
-            (b"   ", UaClass::Bot, "empty-user-agent"),
-            (
-                b"Mozilla/5.0 (Linux; Android 9; CUBOT P30) Chrome/120 Mobile",
-                UaClass::Human,
-                "no-bot-token (exception human:CUBOT)",
-            ),
-            (
-                b"Mozilla/5.0 (Linux; Android 9; CUBOT P30) Googlebot/2.1",
-                UaClass::Bot,
-                "bot-marks:bot",
-            ),
-            (
-                b"Lynx/2.9.0 libwww-FM/2.14 SSL-MM/1.4.1",
-                UaClass::Human,
-                "no-bot-token (exception human:libwww-FM)",
-            ),
-            (b"libwww-perl/6.72", UaClass::Bot, "bot-clients:libwww"),
-            (
-                b"Mozilla/5.0 \xff\xfe bot \x80",
-                UaClass::Bot,
-                "bot-marks:bot",
-            ),
-            (b"Mozilla/5.0 \xff\xfe\x80", UaClass::Human, "no-bot-token"),
-        ];
-        for &(ua, class, why) in rows {
-            let v = c.classify(Some(ua));
-            assert_eq!(v.class, class, "{}", String::from_utf8_lossy(ua));
-            assert_eq!(c.explain(v.reason), why, "{}", String::from_utf8_lossy(ua));
-        }
-        assert_eq!(c.classify(None).class, UaClass::Bot);
-    }
-
-    #[test]
-    fn lines_in_lines_out() {
-        let c = classifier();
-        let mut input = &b"curl/8\r\nMozilla/5.0 Firefox/1\n\nx bot"[..];
-        let mut out = Vec::new();
-        let n = classify_lines(&c, true, &mut input, &mut out).expect("in-memory io");
-        assert_eq!(n, 4);
-        assert_eq!(
-            String::from_utf8(out).expect("utf-8"),
-            "bot\tbot-clients:curl\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tbot-marks:bot\n"
-        );
-    }
-}
+mod tests;

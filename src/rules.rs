@@ -4,10 +4,14 @@
 //! repository's `rules/` folder) so crawlgate runs with no files at all;
 //! `--rules DIR` replaces them with the `*.txt` files of `DIR`.
 //!
-//! Format: one token per line, `#` starts a comment, blank lines are
-//! ignored, surrounding white space is trimmed. A file whose name starts with
-//! `human` holds human exceptions; every other file is a list of bot tokens,
-//! named after the file (`bot-named.txt` is the list `bot-named`).
+//! Format (see `rules/README.md`): one token per line, `#` starts a
+//! comment, blank lines are ignored, surrounding white space is trimmed. A
+//! token may carry conditions on its edges: a leading `^` (the match must
+//! start the User-Agent) or `\b` (the byte before it must not be a letter or
+//! digit), a trailing `$` (the match must end the User-Agent) or `\b`. A
+//! file whose name starts with `human` holds human exceptions; every other
+//! file is a list of bot tokens whose name (the file stem, e.g. `search`)
+//! is the class of the robots it finds.
 //! [`crate::classify::Classifier`] compiles the lists into one automaton.
 
 use std::fs;
@@ -16,11 +20,22 @@ use std::path::{Path, PathBuf};
 /// The longest token accepted, in bytes.
 pub const MAX_TOKEN_LEN: usize = 256;
 
+/// The repository's `rules/` folder, embedded. A test checks that it holds
+/// exactly these files.
 const EMBEDDED: &[(&str, &str)] = &[
+    ("ai.txt", include_str!("../rules/ai.txt")),
+    ("archiver.txt", include_str!("../rules/archiver.txt")),
+    ("automation.txt", include_str!("../rules/automation.txt")),
+    ("feed.txt", include_str!("../rules/feed.txt")),
+    ("generic.txt", include_str!("../rules/generic.txt")),
     ("human.txt", include_str!("../rules/human.txt")),
-    ("bot-marks.txt", include_str!("../rules/bot-marks.txt")),
-    ("bot-named.txt", include_str!("../rules/bot-named.txt")),
-    ("bot-clients.txt", include_str!("../rules/bot-clients.txt")),
+    ("library.txt", include_str!("../rules/library.txt")),
+    ("monitor.txt", include_str!("../rules/monitor.txt")),
+    ("preview.txt", include_str!("../rules/preview.txt")),
+    ("search.txt", include_str!("../rules/search.txt")),
+    ("seo.txt", include_str!("../rules/seo.txt")),
+    ("service.txt", include_str!("../rules/service.txt")),
+    ("structural.txt", include_str!("../rules/structural.txt")),
 ];
 
 /// What a matching token says about the User-Agent.
@@ -32,17 +47,80 @@ pub enum Kind {
     Human,
 }
 
+/// A condition on one edge of a match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    /// No condition.
+    Free,
+    /// The neighbouring byte, if any, is not an ASCII letter or digit
+    /// (written `\b`).
+    Word,
+    /// The match is at the start (`^`) or end (`$`) of the User-Agent.
+    Anchor,
+    /// The User-Agent ends at most this many bytes after the match
+    /// (written `$~N`; end edge only): a short tail such as a version.
+    Near(u16),
+}
+
 /// One token, with where it came from (for `classify --explain` and errors).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     /// Bot token or human exception.
     pub kind: Kind,
-    /// The list (file stem) that holds it, e.g. `bot-named`.
+    /// The list (file stem) that holds it, e.g. `search`: for bot tokens,
+    /// the class of robot.
     pub list: Box<str>,
-    /// The token as written.
+    /// The bytes to find, without edge markers.
     pub token: Box<str>,
+    /// Condition on the byte before the match.
+    pub start: Edge,
+    /// Condition on the byte after the match.
+    pub end: Edge,
+    /// The match must have exactly the token's letter case (written in
+    /// double quotes: `"Bot"`); otherwise ASCII case is ignored.
+    pub exact_case: bool,
     /// 1-based line in its file.
     pub line: usize,
+}
+
+impl Rule {
+    /// Whether a match of this rule's token at `ua[start..end]` satisfies
+    /// the rule's edge conditions.
+    pub fn accepts(&self, ua: &[u8], start: usize, end: usize) -> bool {
+        let before_ok = match self.start {
+            Edge::Free => true,
+            Edge::Anchor => start == 0,
+            Edge::Word => start == 0 || !ua[start - 1].is_ascii_alphanumeric(),
+            Edge::Near(_) => true,
+        };
+        let after_ok = match self.end {
+            Edge::Free => true,
+            Edge::Anchor => end == ua.len(),
+            Edge::Word => ua.get(end).is_none_or(|b| !b.is_ascii_alphanumeric()),
+            Edge::Near(n) => ua.len() - end <= usize::from(n),
+        };
+        before_ok && after_ok && (!self.exact_case || &ua[start..end] == self.token.as_bytes())
+    }
+
+    /// The rule as written in its file (`^curl/`, `\bbot\b`).
+    pub fn written(&self) -> String {
+        let start = match self.start {
+            Edge::Word => "\\b",
+            Edge::Anchor => "^",
+            Edge::Free | Edge::Near(_) => "",
+        };
+        let end = match self.end {
+            Edge::Free => String::new(),
+            Edge::Word => "\\b".to_owned(),
+            Edge::Anchor => "$".to_owned(),
+            Edge::Near(n) => format!("$~{n}"),
+        };
+        if self.exact_case {
+            format!("{start}\"{}\"{end}", self.token)
+        } else {
+            format!("{start}{}{end}", self.token)
+        }
+    }
 }
 
 /// All rule lists, in a stable order: human exceptions first (so that at
@@ -159,7 +237,32 @@ fn parse_file(path: &Path, text: &str, out: &mut Vec<Rule>) -> Result<(), RulesE
         if token.is_empty() {
             continue;
         }
-        let problem = if token.len() > MAX_TOKEN_LEN {
+        let (start, token) = if let Some(rest) = token.strip_prefix('^') {
+            (Edge::Anchor, rest)
+        } else if let Some(rest) = token.strip_prefix("\\b") {
+            (Edge::Word, rest)
+        } else {
+            (Edge::Free, token)
+        };
+        let near = token
+            .rsplit_once("$~")
+            .and_then(|(rest, n)| Some((rest, n.parse::<u16>().ok()?)));
+        let (end, token) = if let Some((rest, n)) = near {
+            (Edge::Near(n), rest)
+        } else if let Some(rest) = token.strip_suffix('$') {
+            (Edge::Anchor, rest)
+        } else if let Some(rest) = token.strip_suffix("\\b") {
+            (Edge::Word, rest)
+        } else {
+            (Edge::Free, token)
+        };
+        let (exact_case, token) = match token.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+            Some(inner) => (true, inner),
+            None => (false, token),
+        };
+        let problem = if token.is_empty() {
+            Some("empty token (only edge markers)")
+        } else if token.len() > MAX_TOKEN_LEN {
             Some("token longer than 256 bytes")
         } else if token.bytes().any(|b| b.is_ascii_control()) {
             Some("token contains a control character")
@@ -177,6 +280,9 @@ fn parse_file(path: &Path, text: &str, out: &mut Vec<Rule>) -> Result<(), RulesE
             kind,
             list: stem.as_ref().into(),
             token: token.into(),
+            start,
+            end,
+            exact_case,
             line: i + 1,
         });
     }
@@ -197,10 +303,51 @@ mod tests {
     }
 
     #[test]
+    fn edge_markers_parse_and_apply() {
+        let mut rules = Vec::new();
+        parse_file(
+            Path::new("x.txt"),
+            "^curl/\n\\bbot\\b\nA$\nplain\n\"Bot\"\n",
+            &mut rules,
+        )
+        .expect("parses");
+        let written: Vec<String> = rules.iter().map(Rule::written).collect();
+        assert_eq!(written, ["^curl/", "\\bbot\\b", "A$", "plain", "\"Bot\""]);
+        assert!(rules[4].accepts(b"LanaiBotapr", 5, 8));
+        parse_file(Path::new("x.txt"), "^WhatsApp/$~14\n", &mut rules).expect("parses");
+        let near = &rules[5];
+        assert_eq!(near.written(), "^WhatsApp/$~14");
+        assert!(near.accepts(b"WhatsApp/2.23.20.0 A", 0, 9));
+        assert!(!near.accepts(b"WhatsApp/2.11.102 Android/4.3 Device/x", 0, 9));
+        assert!(!rules[4].accepts(b"CUBOT", 2, 5));
+        let (curl, bot, a) = (&rules[0], &rules[1], &rules[2]);
+        assert!(curl.accepts(b"curl/8", 0, 5));
+        assert!(!curl.accepts(b"x curl/8", 2, 7));
+        assert!(bot.accepts(b"a bot/1", 2, 5));
+        assert!(bot.accepts(b"bot", 0, 3));
+        assert!(!bot.accepts(b"IDbot553", 2, 5));
+        assert!(!bot.accepts(b"robots", 2, 5));
+        assert!(a.accepts(b"x A", 2, 3));
+        assert!(!a.accepts(b"x Ab", 2, 3));
+        let err = parse_file(Path::new("x.txt"), "^$\n", &mut rules).expect_err("empty");
+        assert!(err
+            .to_string()
+            .ends_with("x.txt:1: empty token (only edge markers)"));
+    }
+
+    #[test]
     fn embedded_equals_the_repository_folder() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
         let from_dir = RuleLists::from_dir(&dir).expect("rules/ loads");
         assert_eq!(from_dir.rules, RuleLists::embedded().rules);
+        let mut on_disk: Vec<String> = fs::read_dir(&dir)
+            .expect("rules/")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".txt"))
+            .collect();
+        on_disk.sort();
+        let embedded: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
+        assert_eq!(on_disk, embedded, "EMBEDDED must list every rules/*.txt");
     }
 
     #[test]

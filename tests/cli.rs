@@ -127,7 +127,7 @@ fn classify_reads_lines_and_explains() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "bot\tbot-marks:bot\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tbot-clients:python-requests\nhuman\tno-bot-token\n"
+        "bot\tsearch:Googlebot\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tlibrary:python-requests\nhuman\tno-bot-token\n"
     );
 }
 
