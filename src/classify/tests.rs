@@ -110,7 +110,6 @@ const ROWS: &[(&[u8], &str)] = &[
     (b"Mozilla/5.0 (Java) Java/1.8", "human no-bot-token"),
     (b"PHP/8.2", "bot library:^PHP/"),
     (b"Mozilla/5.0 FirePHP/0.7.4", "human no-bot-token"),
-    (b"Mozilla/5.0", "bot library:^Mozilla/5.0$"),
     (b"Mozilla/5.0 (X11)", "human no-bot-token"),
     (b"WhatsApp/2.23.20.0 A", "bot preview:^WhatsApp/$~14"),
     (b"WhatsApp/2.12.15/i", "bot preview:^WhatsApp/$~14"),
