@@ -99,6 +99,31 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // Where the time goes: the same contenders on the browsers and on the
+    // robots of the mix separately.
+    let (robots, browsers): (Vec<&String>, Vec<&String>) = uas
+        .iter()
+        .partition(|ua| classifier.classify(Some(ua.as_bytes())).class == UaClass::Bot);
+    for (name, part) in [("browsers", &browsers), ("robots", &robots)] {
+        let mut group = c.benchmark_group(format!("classify_{name}"));
+        group.throughput(Throughput::Elements(part.len() as u64));
+        group.bench_function("crawlgate", |b| {
+            b.iter(|| {
+                for ua in part.iter() {
+                    black_box(classifier.classify(Some(black_box(ua.as_bytes()))));
+                }
+            })
+        });
+        group.bench_function("isbot_crate", |b| {
+            b.iter(|| {
+                for ua in part.iter() {
+                    black_box(isbot.is_bot(black_box(ua)));
+                }
+            })
+        });
+        group.finish();
+    }
 }
 
 criterion_group!(benches, bench);

@@ -11,7 +11,8 @@
 //! The classifier is a politeness filter, not a security boundary: any UA
 //! can be forged.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
 use crate::rules::{Kind, Rule, RuleLists, RulesError};
 
@@ -72,21 +73,25 @@ pub struct Verdict {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Classifier {
-    /// Case-sensitive automaton over the lowercased tokens, run on a
-    /// lowercased copy of the UA (on the stack): lets the automaton use its
-    /// prefilters.
-    lower: AhoCorasick,
-    /// The same tokens, ASCII case-insensitive, for User-Agents longer than
-    /// the stack buffer.
-    folded: AhoCorasick,
+    /// All tokens, ASCII case-insensitive, leftmost-longest: the full scan,
+    /// run only when the quick check says a rule could match.
+    automaton: AhoCorasick,
+    /// Every token's first [`QUICK_PREFIX`] bytes as a plain (all-matches)
+    /// ASCII case-insensitive DFA: "could any rule match at all?". Almost no browser
+    /// UA contains any of them, so most classifications end after this
+    /// check, which runs four independent walks over four slices of the UA
+    /// so that the CPU overlaps their table lookups.
+    quick: aho_corasick::dfa::DFA,
+    quick_start: StateID,
     /// Automaton pattern → the rules with that token (case-folded), in
     /// priority order: human exceptions first, then file order.
     groups: Vec<Vec<usize>>,
     rules: Vec<Rule>,
 }
 
-/// User-Agents up to this length are lowercased on the stack.
-const STACK_UA: usize = 512;
+/// Length of the token prefixes in the quick check; the four slices overlap
+/// by one byte less, so every occurrence lies wholly inside one slice.
+const QUICK_PREFIX: usize = 8;
 
 impl Classifier {
     /// Compiles `lists` into one automaton.
@@ -103,16 +108,28 @@ impl Classifier {
             });
             groups[id].push(i);
         }
-        let build = |case_insensitive: bool| {
-            AhoCorasick::builder()
-                .ascii_case_insensitive(case_insensitive)
-                .match_kind(MatchKind::LeftmostLongest)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&patterns)
-        };
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&patterns)?;
+        let mut prefixes: Vec<&[u8]> = patterns
+            .iter()
+            .map(|p| &p.as_bytes()[..p.len().min(QUICK_PREFIX)])
+            .collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        let quick = aho_corasick::dfa::DFA::builder()
+            .match_kind(MatchKind::Standard)
+            .ascii_case_insensitive(true)
+            .build(&prefixes)?;
+        let quick_start = quick
+            .start_state(Anchored::No)
+            .map_err(|_| RulesError::Internal("the quick automaton has no unanchored start"))?;
         Ok(Self {
-            lower: build(false)?,
-            folded: build(true)?,
+            quick,
+            quick_start,
+            automaton,
             groups,
             rules: lists.rules.clone(),
         })
@@ -145,24 +162,81 @@ impl Classifier {
                 }
             }
         };
-        let mut buf = [0u8; STACK_UA];
-        match buf.get_mut(..ua.len()) {
-            Some(lowered) => {
-                for (dst, src) in lowered.iter_mut().zip(ua) {
-                    *dst = src.to_ascii_lowercase();
-                }
-                self.scan(&self.lower, lowered, ua)
-            }
-            None => self.scan(&self.folded, ua, ua),
+        if !self.may_match(ua) {
+            return Verdict {
+                class: UaClass::Human,
+                reason: Reason::NoBotToken(None),
+            };
         }
+        self.scan(ua)
     }
 
-    /// Runs `automaton` over `haystack` (the UA or its lowercase copy, same
-    /// length) and applies each match's rule conditions to the original.
-    fn scan(&self, automaton: &AhoCorasick, haystack: &[u8], ua: &[u8]) -> Verdict {
+    /// Whether the prefix of any token occurs in `ua` (ASCII
+    /// case-insensitively). When none does, no rule can match (a token
+    /// occurrence contains its prefix), so the answer is human without a full
+    /// scan and without lowercasing a copy.
+    fn may_match(&self, ua: &[u8]) -> bool {
+        const OVERLAP: usize = QUICK_PREFIX - 1;
+        let n = ua.len();
+        let q = n / 4;
+        if q <= OVERLAP {
+            return self.walk(ua);
+        }
+        // Slice k holds the occurrences that end in [k*q, (k+1)*q) (the
+        // last one: up to n), starting up to OVERLAP bytes earlier.
+        let s0 = &ua[..q];
+        let s1 = &ua[q - OVERLAP..2 * q];
+        let s2 = &ua[2 * q - OVERLAP..3 * q];
+        let s3 = &ua[3 * q - OVERLAP..];
+        let dfa = &self.quick;
+        let step = |sid: &mut StateID, byte: u8| {
+            *sid = dfa.next_state(Anchored::No, *sid, byte);
+            dfa.is_special(*sid)
+        };
+        let mut ids = [self.quick_start; 4];
+        let lanes = s0.iter().zip(&s1[..q]).zip(&s2[..q]).zip(&s3[..q]);
+        for (((&b0, &b1), &b2), &b3) in lanes {
+            let special = step(&mut ids[0], b0)
+                | step(&mut ids[1], b1)
+                | step(&mut ids[2], b2)
+                | step(&mut ids[3], b3);
+            if special && ids.iter().any(|&sid| dfa.is_match(sid)) {
+                return true;
+            }
+        }
+        let tails = [(&s1[q..], 1), (&s2[q..], 2), (&s3[q..], 3)];
+        for (tail, k) in tails {
+            for &b in tail {
+                if step(&mut ids[k], b) && dfa.is_match(ids[k]) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// [`Self::may_match`] in one walk, for short input.
+    fn walk(&self, ua: &[u8]) -> bool {
+        let mut sid = self.quick_start;
+        for &b in ua {
+            sid = self.quick.next_state(Anchored::No, sid, b);
+            if self.quick.is_special(sid) && self.quick.is_match(sid) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The full scan: finds tokens left to right and applies each match's
+    /// rule conditions.
+    fn scan(&self, ua: &[u8]) -> Verdict {
+        let haystack = ua;
         let mut exception = None;
         let mut at = 0;
-        while let Some(m) = automaton.find(Input::new(haystack).span(at..haystack.len())) {
+        while let Some(m) = self
+            .automaton
+            .find(Input::new(haystack).span(at..haystack.len()))
+        {
             let group = &self.groups[m.pattern().as_usize()];
             let accepted = group
                 .iter()

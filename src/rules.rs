@@ -162,6 +162,9 @@ pub enum RulesError {
     /// The automaton could not be built from the tokens.
     #[error("cannot compile the rules: {0}")]
     Build(#[from] aho_corasick::BuildError),
+    /// A broken invariant of the automaton library (a bug).
+    #[error("cannot compile the rules: {0}")]
+    Internal(&'static str),
 }
 
 impl RuleLists {

@@ -149,9 +149,9 @@ fn table() {
 }
 
 #[test]
-fn long_user_agents_take_the_case_insensitive_path() {
+fn long_user_agents_are_classified_whole() {
     let c = classifier();
-    let pad = "x".repeat(STACK_UA);
+    let pad = "x".repeat(4096);
     for (tail, want) in [
         ("Googlebot/2.1", "bot search:Googlebot"),
         ("Firefox/133.0", "human no-bot-token"),
@@ -183,4 +183,34 @@ fn lines_in_lines_out() {
         String::from_utf8(out).expect("utf-8"),
         "bot\tlibrary:curl\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tgeneric:bot\\b\n"
     );
+}
+
+/// The quick "could anything match" check must never skip a UA that the
+/// full scan would flag or explain with an exception: every token, placed
+/// at every offset of UAs of several lengths (so across the slice edges).
+#[test]
+fn the_quick_check_never_hides_a_match() {
+    let c = classifier();
+    let filler =
+        "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 ".repeat(8);
+    for rule in c.rules() {
+        let token = rule.token.as_bytes();
+        for len in [token.len(), 40, 63, 64, 65, 137, 300] {
+            if len < token.len() {
+                continue;
+            }
+            for at in 0..=(len - token.len()) {
+                let mut ua = filler.as_bytes()[..len].to_vec();
+                ua[at..at + token.len()].copy_from_slice(token);
+                assert!(c.may_match(&ua), "{} at {at} in {len} bytes", rule.token);
+                let full = c.scan(&ua);
+                assert_eq!(
+                    c.classify(Some(&ua)),
+                    full,
+                    "{}",
+                    String::from_utf8_lossy(&ua)
+                );
+            }
+        }
+    }
 }
