@@ -84,6 +84,27 @@ pub struct RawConfig {
     /// `[log]`
     #[serde(default)]
     pub log: RawLog,
+    /// `[limits]`
+    #[serde(default)]
+    pub limits: RawLimits,
+}
+
+/// `[limits]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// Bytes of request line plus headers.
+    pub max_header_bytes: Option<usize>,
+    /// Number of request headers.
+    pub max_headers: Option<usize>,
+    /// Bytes of the request-target.
+    pub max_uri_bytes: Option<usize>,
+    /// Concurrent client connections.
+    pub max_connections: Option<usize>,
+    /// Bytes of a request body (0 = no limit).
+    pub max_body_bytes: Option<u64>,
+    /// Longest pause inside an upstream response body.
+    pub upstream_body_idle_timeout: Option<String>,
 }
 
 /// `[proxy]` as written.
@@ -184,6 +205,25 @@ pub struct Config {
     pub robots_extra: Vec<String>,
     /// Emit access-log events.
     pub access_log: bool,
+    /// Resource limits.
+    pub limits: Limits,
+}
+
+/// Resource limits, validated.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Bytes of request line plus headers (hyper's read buffer), ≥ 8 KiB.
+    pub max_header_bytes: usize,
+    /// Number of request headers.
+    pub max_headers: usize,
+    /// Bytes of the request-target.
+    pub max_uri_bytes: usize,
+    /// Concurrent client connections; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Bytes of a request body; `None` = no limit.
+    pub max_body_bytes: Option<u64>,
+    /// Longest pause inside an upstream response body.
+    pub upstream_body_idle_timeout: Duration,
 }
 
 /// The upstream origin.
@@ -253,6 +293,7 @@ impl Config {
             redirect,
             robots,
             log,
+            limits,
         } = raw;
         let RawProxy {
             preserve_host,
@@ -273,6 +314,46 @@ impl Config {
         } = redirect;
         let RawRobots { disallow, extra } = robots;
         let RawLog { access } = log;
+        let RawLimits {
+            max_header_bytes,
+            max_headers,
+            max_uri_bytes,
+            max_connections,
+            max_body_bytes,
+            upstream_body_idle_timeout,
+        } = limits;
+        let max_header_bytes = max_header_bytes.unwrap_or(64 * 1024);
+        if !(8192..=16 * 1024 * 1024).contains(&max_header_bytes) {
+            return Err(invalid(
+                "limits.max_header_bytes",
+                format!("{max_header_bytes} is outside 8192 to 16777216"),
+            ));
+        }
+        let positive = |key: &'static str, value: Option<usize>, default: usize| match value {
+            Some(0) => Err(invalid(key, "must be greater than zero")),
+            Some(v) => Ok(v),
+            None => Ok(default),
+        };
+        let limits = Limits {
+            max_header_bytes,
+            max_headers: positive("limits.max_headers", max_headers, 100)?,
+            max_uri_bytes: positive("limits.max_uri_bytes", max_uri_bytes, 8 * 1024)?,
+            max_connections: match positive("limits.max_connections", max_connections, 10_000)? {
+                n if n > 1_000_000 => {
+                    return Err(invalid(
+                        "limits.max_connections",
+                        format!("{n} is over 1000000"),
+                    ))
+                }
+                n => n,
+            },
+            max_body_bytes: max_body_bytes.filter(|&b| b > 0),
+            upstream_body_idle_timeout: duration(
+                "limits.upstream_body_idle_timeout",
+                upstream_body_idle_timeout,
+                "60s",
+            )?,
+        };
 
         let listen = overrides
             .listen
@@ -397,6 +478,7 @@ impl Config {
             robots_disallow,
             robots_extra,
             access_log: access.unwrap_or(true),
+            limits,
         })
     }
 }
@@ -555,6 +637,19 @@ mod tests {
             ("[robots]\ndisallow = [\"admin\"]", "robots.disallow: "),
             ("[robots]\nextra = [\"a\\nb\"]", "robots.extra: "),
             ("[log]\naccess = \"yes\"", "log.access: invalid type"),
+            (
+                "[limits]\nmax_header_bytes = 100",
+                "limits.max_header_bytes: ",
+            ),
+            ("[limits]\nmax_connections = 0", "limits.max_connections: "),
+            (
+                "[limits]\nmax_headers = -1",
+                "limits.max_headers: invalid value",
+            ),
+            (
+                "[limits]\nupstream_body_idle_timeout = \"never\"",
+                "limits.upstream_body_idle_timeout: ",
+            ),
         ];
         for (text, want) in cases {
             let err = load(text).expect_err(text);

@@ -21,13 +21,15 @@
 //! * [`rules`]: the token lists in `rules/` (embedded or from a folder).
 //! * [`classify`], [`query`], [`canonical`], [`robots`], [`policy`]: the
 //!   decision, with no I/O (robots checks one file's existence).
-//! * [`service`], [`proxy`], [`response`], [`server`]: the network side.
+//! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
+//!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 
 pub mod canonical;
 pub mod classify;
 pub mod config;
 pub mod demo;
+pub mod framing;
 pub mod policy;
 pub mod proxy;
 pub mod query;

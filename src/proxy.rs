@@ -8,9 +8,10 @@
 //! is why `Transfer-Encoding` and the other hop-by-hop headers are removed
 //! rather than copied.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -66,6 +67,12 @@ pub enum ProxyError {
     /// The request-target cannot be expressed as an upstream URI: 400.
     #[error("the request target cannot be forwarded")]
     Target,
+    /// The client's request body failed (bad chunk, early close): 400.
+    #[error("the client's request body failed")]
+    ClientBody(#[source] legacy::Error),
+    /// The request body grew past `limits.max_body_bytes`: 413.
+    #[error("the request body is over the limit")]
+    BodyTooLarge,
 }
 
 impl ProxyError {
@@ -76,6 +83,8 @@ impl ProxyError {
             ProxyError::Timeout(_) => "timeout",
             ProxyError::Upstream(_) => "upstream",
             ProxyError::Target => "target",
+            ProxyError::ClientBody(_) => "client-body",
+            ProxyError::BodyTooLarge => "body-too-large",
         }
     }
 }
@@ -102,6 +111,8 @@ pub struct Upstream {
     preserve_host: bool,
     class_header: HeaderName,
     trusted_proxies: Vec<IpNet>,
+    max_body_bytes: Option<u64>,
+    body_idle_timeout: Duration,
     epoch: Instant,
 }
 
@@ -130,6 +141,8 @@ impl Upstream {
             preserve_host: config.proxy.preserve_host,
             class_header: config.proxy.class_header.clone(),
             trusted_proxies: config.proxy.trusted_proxies.clone(),
+            max_body_bytes: config.limits.max_body_bytes,
+            body_idle_timeout: config.limits.upstream_body_idle_timeout,
             epoch: Instant::now(),
         }
     }
@@ -143,7 +156,7 @@ impl Upstream {
         &self,
         req: Request<Incoming>,
         client: ClientInfo,
-    ) -> Result<Response<Incoming>, ProxyError> {
+    ) -> Result<Response<ResponseBody>, ProxyError> {
         let (mut parts, body) = req.into_parts();
 
         let path = parts
@@ -186,20 +199,22 @@ impl Upstream {
         );
 
         let has_body = !body.is_end_stream();
-        let progress = has_body.then(|| Arc::new(AtomicU64::new(0)));
+        let state = has_body.then(|| Arc::new(BodyState::default()));
         let body = RequestBody {
             inner: body,
-            progress: progress.clone(),
+            state: state.clone(),
             epoch: self.epoch,
+            seen: 0,
+            limit: self.max_body_bytes,
         };
         let request = self.client.request(Request::from_parts(parts, body));
         let start = self.millis();
         let timeout = self.response_timeout;
         let deadline = async {
             loop {
-                let last = progress
+                let last = state
                     .as_ref()
-                    .map_or(start, |p| p.load(Ordering::Relaxed).max(start));
+                    .map_or(start, |s| s.last.load(Ordering::Relaxed).max(start));
                 let due = self.epoch + Duration::from_millis(last) + timeout;
                 if Instant::now() >= due {
                     return;
@@ -207,18 +222,26 @@ impl Upstream {
                 tokio::time::sleep_until(due).await;
             }
         };
-        let mut response = tokio::select! {
+        let response = tokio::select! {
             result = request => result.map_err(|err| {
-                if err.is_connect() {
-                    ProxyError::Connect(err)
-                } else {
-                    ProxyError::Upstream(err)
+                let outcome = state.as_ref().map_or(0, |s| s.outcome.load(Ordering::Relaxed));
+                match outcome {
+                    BodyState::TOO_LARGE => ProxyError::BodyTooLarge,
+                    BodyState::CLIENT_FAILED => ProxyError::ClientBody(err),
+                    _ if err.is_connect() => ProxyError::Connect(err),
+                    _ => ProxyError::Upstream(err),
                 }
             })?,
             () = deadline => return Err(ProxyError::Timeout(timeout)),
         };
-        strip_hop_by_hop(response.headers_mut());
-        Ok(response)
+        let (mut parts, body) = response.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        let body = ResponseBody {
+            inner: body,
+            idle: tokio::time::sleep(self.body_idle_timeout),
+            timeout: self.body_idle_timeout,
+        };
+        Ok(Response::from_parts(parts, body))
     }
 
     fn millis(&self) -> u64 {
@@ -328,30 +351,117 @@ impl From<PeerValue> for HeaderValue {
     }
 }
 
-/// The client's request body on its way upstream, noting when data last
-/// moved so the response timeout does not cut off a live upload.
+/// What happened to a request body on its way upstream; shared between
+/// the body (which writes) and the waiting request (which reads).
+#[derive(Debug, Default)]
+struct BodyState {
+    /// Milliseconds after the upstream's epoch of the last data.
+    last: AtomicU64,
+    /// [`Self::CLIENT_FAILED`], [`Self::TOO_LARGE`] or 0.
+    outcome: AtomicU8,
+}
+
+impl BodyState {
+    const CLIENT_FAILED: u8 = 1;
+    const TOO_LARGE: u8 = 2;
+}
+
+/// The error a request or response body ends with.
+type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The client's request body on its way upstream: notes when data last
+/// moved (so the response timeout does not cut off a live upload), counts
+/// bytes against the body limit, and records whether a failure was the
+/// client's.
 #[derive(Debug)]
 pub struct RequestBody {
     inner: Incoming,
-    progress: Option<Arc<AtomicU64>>,
+    state: Option<Arc<BodyState>>,
     epoch: Instant,
+    seen: u64,
+    limit: Option<u64>,
 }
 
 impl Body for RequestBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BodyError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        if let (Poll::Ready(Some(Ok(_))), Some(progress)) = (&polled, &this.progress) {
-            let now = u64::try_from(this.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-            progress.store(now, Ordering::Relaxed);
+        let Some(state) = &this.state else {
+            return polled.map_err(Into::into);
+        };
+        match polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                let now = u64::try_from(this.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+                state.last.store(now, Ordering::Relaxed);
+                if let Some(data) = frame.data_ref() {
+                    this.seen = this.seen.saturating_add(data.len() as u64);
+                    if this.limit.is_some_and(|limit| this.seen > limit) {
+                        state.outcome.store(BodyState::TOO_LARGE, Ordering::Relaxed);
+                        return Poll::Ready(Some(Err("request body over the limit".into())));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                state
+                    .outcome
+                    .store(BodyState::CLIENT_FAILED, Ordering::Relaxed);
+                Poll::Ready(Some(Err(err.into())))
+            }
+            other => other.map_err(Into::into),
         }
-        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The upstream's response body on its way to the client, cut off when
+    /// it pauses longer than `limits.upstream_body_idle_timeout`. Cutting
+    /// makes hyper close the client connection without completing the
+    /// message, so a stalled body is never presented as complete.
+    #[derive(Debug)]
+    pub struct ResponseBody {
+        #[pin]
+        inner: Incoming,
+        #[pin]
+        idle: tokio::time::Sleep,
+        timeout: Duration,
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let mut this = self.project();
+        match this.inner.poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let next = Instant::now() + *this.timeout;
+                this.idle.as_mut().reset(next);
+                Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+            }
+            Poll::Pending => match this.idle.poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err("upstream response body stalled".into()))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
     }
 
     fn is_end_stream(&self) -> bool {

@@ -10,10 +10,11 @@ use bytes::Bytes;
 use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
-use hyper::body::Incoming;
+
+use crate::proxy::ResponseBody;
 
 /// The body of every response: streamed from the upstream, or ours in full.
-pub type Body = Either<Incoming, Full<Bytes>>;
+pub type Body = Either<ResponseBody, Full<Bytes>>;
 
 /// The result type of the service: every failure is already a response.
 pub type ServiceResult = Result<Response<Body>, Infallible>;
@@ -75,6 +76,16 @@ pub fn gateway_timeout() -> Response<Body> {
 /// 400 for a request crawlgate cannot route.
 pub fn bad_request() -> Response<Body> {
     text(StatusCode::BAD_REQUEST, "400 Bad Request\n")
+}
+
+/// 413 for a request body over `limits.max_body_bytes`.
+pub fn payload_too_large() -> Response<Body> {
+    text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
+}
+
+/// 414 for a request-target over `limits.max_uri_bytes`.
+pub fn uri_too_long() -> Response<Body> {
+    text(StatusCode::URI_TOO_LONG, "414 URI Too Long\n")
 }
 
 /// 405 for methods a reverse proxy does not serve (CONNECT).

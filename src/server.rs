@@ -2,7 +2,9 @@
 //!
 //! [`serve`] takes an already bound listener and any shutdown future, so
 //! tests bind port 0 and `main` wires signals. Every connection runs under a
-//! [`GracefulShutdown`] watcher with a header-read timeout; on shutdown the
+//! [`GracefulShutdown`] watcher with a header-read timeout, a cap on the
+//! head size and header count (431 past them, from hyper), and a cap on
+//! concurrent connections; on shutdown the
 //! listener is dropped first (new connections are refused), in-flight
 //! requests get the grace period, and then the rest is cut.
 
@@ -16,6 +18,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use crate::service::{self, Shared};
 
@@ -31,11 +34,23 @@ pub async fn serve(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(shared.header_read_timeout)
+        .max_buf_size(shared.limits.max_header_bytes)
+        .max_headers(shared.limits.max_headers)
         .keep_alive(true);
+    // One permit per open connection; when none is left, stop accepting and
+    // let the kernel's backlog hold newcomers.
+    let permits = Arc::new(Semaphore::new(shared.limits.max_connections));
     tokio::pin!(shutdown);
     let mut backoff = Duration::from_millis(5);
 
     loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => {
@@ -62,6 +77,7 @@ pub async fn serve(
             if let Err(err) = conn.await {
                 tracing::debug!(%peer, error = %err, "connection ended with an error");
             }
+            drop(permit);
         });
     }
 

@@ -17,7 +17,8 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 
 use crate::classify::{Classifier, UaClass};
-use crate::config::Config;
+use crate::config::{Config, Limits};
+use crate::framing;
 use crate::policy::{self, Decision, Facts, Policy};
 use crate::proxy::{ClientInfo, ProxyError, Upstream};
 use crate::response::{self, Body, ServiceResult};
@@ -45,6 +46,8 @@ pub struct Shared {
     pub shutdown_grace: Duration,
     /// Where the rules came from (`None` = embedded).
     pub rules_source: Option<PathBuf>,
+    /// Resource limits.
+    pub limits: Limits,
 }
 
 impl Shared {
@@ -72,6 +75,7 @@ impl Shared {
             header_read_timeout: config.proxy.header_read_timeout,
             shutdown_grace: config.proxy.shutdown_grace,
             rules_source: lists.source,
+            limits: config.limits.clone(),
         })
     }
 }
@@ -86,6 +90,10 @@ pub async fn handle(
     let start = Instant::now();
     if req.method() == Method::CONNECT {
         let res = response::close(response::method_not_allowed());
+        log_access(&shared, &req, &res, None, "reject", None, start);
+        return Ok(res);
+    }
+    if let Some(res) = refuse(&shared.limits, peer, &req) {
         log_access(&shared, &req, &res, None, "reject", None, start);
         return Ok(res);
     }
@@ -166,8 +174,34 @@ fn error_response(err: &ProxyError) -> Response<Body> {
     match err {
         ProxyError::Connect(_) | ProxyError::Upstream(_) => response::bad_gateway(),
         ProxyError::Timeout(_) => response::gateway_timeout(),
-        ProxyError::Target => response::bad_request(),
+        ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
+        ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
     }
+}
+
+/// Requests refused before any decision: ambiguous framing (400), an
+/// over-long request-target (414), a declared body over the limit (413).
+/// The connection is closed after the answer, since the body is unread.
+fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
+    if let Err(err) = framing::check(req.version(), req.headers()) {
+        tracing::debug!(%peer, error = %err, "refused an ambiguous request");
+        return Some(response::close(response::bad_request()));
+    }
+    let target_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len())
+        + req.uri().authority().map_or(0, |a| a.as_str().len());
+    if target_len > limits.max_uri_bytes {
+        return Some(response::close(response::uri_too_long()));
+    }
+    if let Some(max) = limits.max_body_bytes {
+        let declared = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|len| len > max) {
+            return Some(response::close(response::payload_too_large()));
+        }
+    }
+    None
 }
 
 /// A response sent without reading the request body: if the request may

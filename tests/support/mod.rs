@@ -310,6 +310,24 @@ pub async fn send_raw(addr: SocketAddr, request: &[u8]) -> Raw {
     parse_raw(&buf)
 }
 
+/// Like [`send_raw`], but `None` when the server closed without a complete
+/// response head (what a rejected or aborted exchange may look like).
+pub async fn try_send_raw(addr: SocketAddr, request: &[u8]) -> Option<Raw> {
+    let io = async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let _ = stream.write_all(request).await;
+        let mut buf = Vec::new();
+        let _ = stream.read_to_end(&mut buf).await;
+        buf
+    };
+    let buf = tokio::time::timeout(Duration::from_secs(10), io)
+        .await
+        .expect("server answered or closed within 10 s");
+    buf.windows(4)
+        .any(|w| w == b"\r\n\r\n")
+        .then(|| parse_raw(&buf))
+}
+
 pub fn parse_raw(buf: &[u8]) -> Raw {
     let split = buf
         .windows(4)
