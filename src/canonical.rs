@@ -56,6 +56,7 @@ pub fn location(
     if !config.hosts.is_empty() && !allowed(&config.hosts, www_prefix, host) {
         return None;
     }
+
     let path = new_path.unwrap_or(path);
     let mut url = String::with_capacity(
         scheme.len()
@@ -103,7 +104,9 @@ fn add_www(host: &str) -> Option<HostFix<'static>> {
         .is_some_and(|p| p.eq_ignore_ascii_case("www."));
     let is_ip = host.starts_with('[') || host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     let has_dot = host.trim_end_matches('.').contains('.');
-    if has_www || is_ip || !has_dot {
+    // Adding `www.` must not push a name past the 253 bytes it may have.
+    let too_long = host.trim_end_matches('.').len() + 4 > 253;
+    if has_www || is_ip || !has_dot || too_long {
         None
     } else {
         Some(HostFix::AddWww)
@@ -290,6 +293,19 @@ mod tests {
                 "{host}"
             );
         }
+    }
+
+    #[test]
+    fn www_mode_never_makes_a_host_too_long() {
+        // Found by the `canonical` fuzz target: 250 bytes + "www." > 253.
+        let c = config(WwwMode::Www, &[]);
+        let label = "a".repeat(60);
+        let host = format!("{label}.{label}.{label}.{label}.abcdef");
+        assert_eq!(host.len(), 250);
+        assert!(is_hostname(host.as_bytes()));
+        assert_eq!(location(&c, "http", &host, "/", None), None);
+        let fixed_path = location(&c, "http", &host, "/www/a", None);
+        assert_eq!(fixed_path, Some(format!("http://{host}/a")));
     }
 
     #[test]

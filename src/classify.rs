@@ -171,6 +171,16 @@ impl Classifier {
         self.scan(ua)
     }
 
+    /// [`Self::classify`] without the quick check: the reference the fuzzer
+    /// compares against. Not for the request path.
+    #[doc(hidden)]
+    pub fn classify_without_quick_check(&self, ua: &[u8]) -> Verdict {
+        if ua.iter().all(|b| b.is_ascii_whitespace()) {
+            return self.classify(Some(ua));
+        }
+        self.scan(ua)
+    }
+
     /// Whether the prefix of any token occurs in `ua` (ASCII
     /// case-insensitively). When none does, no rule can match (a token
     /// occurrence contains its prefix), so the answer is human without a full

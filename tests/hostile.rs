@@ -455,3 +455,30 @@ async fn the_server_survives_a_burst_of_garbage() {
     assert_eq!(upstream.requests().len(), 1);
     proxy.stop().await;
 }
+
+/// An idle keep-alive connection is closed after the header-read timeout:
+/// the timer runs while the server waits for the next request head.
+#[tokio::test]
+async fn idle_keep_alive_connections_are_closed() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("[proxy]\nheader_read_timeout = \"400ms\"", &upstream.url()).await;
+    let mut s = TcpStream::connect(proxy.addr).await.expect("connect");
+    let one = format!("GET /one HTTP/1.1\r\nHost: x\r\nUser-Agent: {FIREFOX}\r\n\r\n");
+    s.write_all(one.as_bytes()).await.expect("write");
+    let start = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "idle connection kept open for 5 s");
+    assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+    assert!(
+        start.elapsed() >= Duration::from_millis(300),
+        "closed too early: {:?}",
+        start.elapsed()
+    );
+    // A connection that never sends anything is closed too.
+    let mut silent = TcpStream::connect(proxy.addr).await.expect("connect");
+    let mut nothing = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
+    assert!(read.is_ok(), "silent connection kept open for 5 s");
+    proxy.stop().await;
+}
