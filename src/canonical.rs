@@ -89,13 +89,17 @@ enum HostFix<'a> {
 }
 
 fn strip_www(host: &str) -> Option<HostFix<'_>> {
-    let prefix = host.get(..4)?;
-    let rest = &host[4..];
-    if prefix.eq_ignore_ascii_case("www.") && !rest.is_empty() && !rest.starts_with('.') {
-        Some(HostFix::Strip(rest))
-    } else {
-        None
+    // Every leading `www.` label, so that the result is a fixed point:
+    // `www.www.example.com` goes to `example.com` in one hop.
+    let mut rest = host;
+    while let Some(prefix) = rest.get(..4) {
+        let tail = &rest[4..];
+        if !prefix.eq_ignore_ascii_case("www.") || tail.is_empty() || tail.starts_with('.') {
+            break;
+        }
+        rest = tail;
     }
+    (rest.len() != host.len()).then_some(HostFix::Strip(rest))
 }
 
 fn add_www(host: &str) -> Option<HostFix<'static>> {
@@ -210,6 +214,13 @@ mod tests {
         let rows: &[(&str, &str, Option<&str>, Option<&str>)] = &[
             ("www.example.com", "/", None, Some("http://example.com/")),
             ("WWW.Example.COM", "/a", None, Some("http://example.com/a")),
+            (
+                "www.www.example.com",
+                "/",
+                None,
+                Some("http://example.com/"),
+            ),
+            ("www.www", "/", None, Some("http://www/")),
             (
                 "www.example.com:8080",
                 "/a",

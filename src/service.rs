@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
+use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, UPGRADE, USER_AGENT};
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::Either;
 use hyper::body::Incoming;
@@ -179,13 +179,25 @@ fn error_response(err: &ProxyError) -> Response<Body> {
     }
 }
 
-/// Requests refused before any decision: ambiguous framing (400), an
-/// over-long request-target (414), a declared body over the limit (413).
+/// Requests refused before any decision: ambiguous framing (400), a
+/// protocol upgrade other than h2c (501), an over-long request-target (414),
+/// a declared body over the limit (413).
 /// The connection is closed after the answer, since the body is unread.
 fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
     if let Err(err) = framing::check(req.version(), req.headers()) {
         tracing::debug!(%peer, error = %err, "refused an ambiguous request");
         return Some(response::close(response::bad_request()));
+    }
+    if let Some(upgrade) = req.headers().get(UPGRADE) {
+        // h2c may be ignored (RFC 9113 §3.1: answer in HTTP/1.1); anything
+        // else, WebSocket above all, would fail confusingly upstream.
+        let only_h2c = upgrade
+            .as_bytes()
+            .split(|&b| b == b',')
+            .all(|t| t.trim_ascii().eq_ignore_ascii_case(b"h2c"));
+        if !only_h2c {
+            return Some(response::close(response::upgrade_refused()));
+        }
     }
     let target_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len())
         + req.uri().authority().map_or(0, |a| a.as_str().len());

@@ -8,17 +8,36 @@ use crawlgate::config::RedirectConfig;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let text = String::from_utf8_lossy(rest);
     let mut parts = text.splitn(3, '\u{1}');
-    let (host, path, query) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"), parts.next());
+    let (host, path, query) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("/"),
+        parts.next(),
+    );
     let www = [WwwMode::Apex, WwwMode::Www, WwwMode::Off][usize::from(mode % 3)];
     let listed = mode & 4 != 0;
-    let hosts: Vec<Box<str>> = if listed { vec!["example.com".into(), "www.example.com".into()] } else { Vec::new() };
-    let config = RedirectConfig { www, strip_www_path: mode & 8 == 0, hosts };
+    let hosts: Vec<Box<str>> = if listed {
+        vec!["example.com".into(), "www.example.com".into()]
+    } else {
+        Vec::new()
+    };
+    let config = RedirectConfig {
+        www,
+        strip_www_path: mode & 8 == 0,
+        hosts,
+    };
     // Only what hyper hands over: a request-target parsed as path and query.
-    let target = format!("{path}{}", query.map(|q| format!("?{q}")).unwrap_or_default());
-    let Ok(pq) = target.parse::<http::uri::PathAndQuery>() else { return };
+    let target = format!(
+        "{path}{}",
+        query.map(|q| format!("?{q}")).unwrap_or_default()
+    );
+    let Ok(pq) = target.parse::<http::uri::PathAndQuery>() else {
+        return;
+    };
     if !pq.path().starts_with('/') {
         return;
     }
@@ -26,7 +45,10 @@ fuzz_target!(|data: &[u8]| {
         // As the service turns it into a header (obs-text allowed, as the
         // path is copied byte for byte).
         assert!(http::HeaderValue::try_from(loc.clone()).is_ok(), "{loc:?}");
-        assert!(!loc.bytes().any(|b| b.is_ascii_control() || b == b' '), "{loc:?}");
+        assert!(
+            !loc.bytes().any(|b| b.is_ascii_control() || b == b' '),
+            "{loc:?}"
+        );
         let rest = loc.strip_prefix("http://").expect("absolute");
         let slash = rest.find('/').expect("a path");
         let (authority, target) = rest.split_at(slash);
