@@ -201,13 +201,42 @@ impl Upstream {
         let has_body = !body.is_end_stream();
         let state = has_body.then(|| Arc::new(BodyState::default()));
         let body = RequestBody {
-            inner: body,
+            inner: Some(body),
             state: state.clone(),
             epoch: self.epoch,
             seen: 0,
             limit: self.max_body_bytes,
         };
-        let request = self.client.request(Request::from_parts(parts, body));
+        // A body-less idempotent request may be sent again once if the pooled
+        // connection turns out to be dead (closed by the upstream as we
+        // wrote): keep what is needed to rebuild it. Never for a request
+        // with a body: it could reach the upstream twice.
+        let retry = (!has_body && parts.method.is_idempotent()).then(|| {
+            (
+                parts.method.clone(),
+                parts.uri.clone(),
+                parts.version,
+                parts.headers.clone(),
+            )
+        });
+        let first = Request::from_parts(parts, body);
+        let request = async {
+            match self.client.request(first).await {
+                Err(err) if retry.is_some() && stale_connection(&err) => {
+                    let Some((method, uri, version, headers)) = retry else {
+                        return Err(err);
+                    };
+                    tracing::debug!(error = %err, "retrying an idempotent request on a fresh connection");
+                    let mut again = Request::new(RequestBody::empty(self.epoch));
+                    *again.method_mut() = method;
+                    *again.uri_mut() = uri;
+                    *again.version_mut() = version;
+                    *again.headers_mut() = headers;
+                    self.client.request(again).await
+                }
+                other => other,
+            }
+        };
         let start = self.millis();
         let timeout = self.response_timeout;
         let deadline = async {
@@ -247,6 +276,33 @@ impl Upstream {
     fn millis(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
+}
+
+/// Whether a failed exchange died on a connection the upstream had already
+/// given up (closed or reset before any response byte): the case where a
+/// retry on a fresh connection is safe for an idempotent request.
+fn stale_connection(err: &legacy::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
+                return true;
+            }
+        }
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{
+                BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof,
+            };
+            if matches!(
+                io.kind(),
+                ConnectionReset | BrokenPipe | ConnectionAborted | UnexpectedEof
+            ) {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// The values [`rewrite_request_headers`] sets.
@@ -375,11 +431,24 @@ type BodyError = Box<dyn std::error::Error + Send + Sync>;
 /// client's.
 #[derive(Debug)]
 pub struct RequestBody {
-    inner: Incoming,
+    /// `None` for a rebuilt body-less request.
+    inner: Option<Incoming>,
     state: Option<Arc<BodyState>>,
     epoch: Instant,
     seen: u64,
     limit: Option<u64>,
+}
+
+impl RequestBody {
+    fn empty(epoch: Instant) -> Self {
+        Self {
+            inner: None,
+            state: None,
+            epoch,
+            seen: 0,
+            limit: None,
+        }
+    }
 }
 
 impl Body for RequestBody {
@@ -391,7 +460,10 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(inner).poll_frame(cx);
         let Some(state) = &this.state else {
             return polled.map_err(Into::into);
         };
@@ -419,11 +491,13 @@ impl Body for RequestBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Incoming::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Incoming::size_hint)
     }
 }
 

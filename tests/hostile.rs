@@ -436,6 +436,34 @@ async fn upstream_resets_and_garbage_are_502_and_a_post_is_sent_once() {
     proxy.stop().await;
 }
 
+/// A pooled connection the upstream drops without answering: a GET is
+/// retried once on a fresh connection and succeeds.
+#[tokio::test]
+async fn an_idempotent_request_is_retried_once_on_a_dead_connection() {
+    let first = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&first);
+    let (addr, connections) = raw_upstream(move |mut s| {
+        let n = seen.fetch_add(1, Ordering::SeqCst);
+        async move {
+            read_head(&mut s).await;
+            if n > 0 {
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    )
+                    .await;
+            }
+        }
+    })
+    .await;
+    let proxy = Proxy::start("", &format!("http://{addr}")).await;
+    let res = get(proxy.addr, "x", "/page", Some(FIREFOX)).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.text(), "ok");
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    proxy.stop().await;
+}
+
 /// After all of the above kinds of abuse, the server still serves. Input
 /// that is merely incomplete (a TLS hello, blank lines) waits for the
 /// header-read timeout, then is closed.

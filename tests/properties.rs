@@ -118,11 +118,11 @@ fn php_name_parser_agrees_with_real_php_on_random_names() {
     for (name, line) in names.iter().zip(lines) {
         let (php_keys, nette_keys) = line.split_once('\t').expect("two columns");
         let ours_php = php_name(name.as_bytes(), &mut buf)
-            .map(|n| hex(n))
+            .map(&hex)
             .unwrap_or_default();
         assert_eq!(ours_php, php_keys, "PHP name of {name:?}");
         let ours_nette = nette_name(name.as_bytes(), &mut buf)
-            .map(|n| hex(n))
+            .map(&hex)
             .unwrap_or_default();
         assert_eq!(ours_nette, nette_keys, "Nette name of {name:?}");
     }
