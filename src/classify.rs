@@ -74,7 +74,10 @@ pub struct Verdict {
 #[derive(Clone, Debug)]
 pub struct Classifier {
     /// All tokens, ASCII case-insensitive, leftmost-longest: the full scan,
-    /// run only when the quick check says a rule could match.
+    /// run only when the quick check says a rule could match. A contiguous
+    /// NFA (~120 KiB) rather than a DFA (~1.4 MiB): it runs on one UA in six
+    /// and mostly stops at an early match, and its small size leaves the
+    /// cache to the quick check.
     automaton: AhoCorasick,
     /// Every token's first [`QUICK_PREFIX`] bytes as a plain (all-matches)
     /// ASCII case-insensitive DFA: "could any rule match at all?". Almost no browser
@@ -111,7 +114,7 @@ impl Classifier {
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
-            .kind(Some(AhoCorasickKind::DFA))
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&patterns)?;
         let mut prefixes: Vec<&[u8]> = patterns
             .iter()
