@@ -165,13 +165,13 @@ impl Classifier {
                 }
             }
         };
-        if !self.may_match(ua) {
-            return Verdict {
+        match self.may_match(ua) {
+            Some(from) => self.scan(ua, from),
+            None => Verdict {
                 class: UaClass::Human,
                 reason: Reason::NoBotToken(None),
-            };
+            },
         }
-        self.scan(ua)
     }
 
     /// [`Self::classify`] without the quick check: the reference the fuzzer
@@ -181,14 +181,18 @@ impl Classifier {
         if ua.iter().all(|b| b.is_ascii_whitespace()) {
             return self.classify(Some(ua));
         }
-        self.scan(ua)
+        self.scan(ua, 0)
     }
 
     /// Whether the prefix of any token occurs in `ua` (ASCII
     /// case-insensitively). When none does, no rule can match (a token
     /// occurrence contains its prefix), so the answer is human without a full
     /// scan and without lowercasing a copy.
-    fn may_match(&self, ua: &[u8]) -> bool {
+    ///
+    /// When one does, returns the position from which the full scan may
+    /// start: no token starts earlier, since its prefix would have ended in
+    /// the part of the first lane already walked.
+    fn may_match(&self, ua: &[u8]) -> Option<usize> {
         const OVERLAP: usize = QUICK_PREFIX - 1;
         let n = ua.len();
         let q = n / 4;
@@ -208,44 +212,47 @@ impl Classifier {
         };
         let mut ids = [self.quick_start; 4];
         let lanes = s0.iter().zip(&s1[..q]).zip(&s2[..q]).zip(&s3[..q]);
-        for (((&b0, &b1), &b2), &b3) in lanes {
+        for (i, (((&b0, &b1), &b2), &b3)) in lanes.enumerate() {
             let special = step(&mut ids[0], b0)
                 | step(&mut ids[1], b1)
                 | step(&mut ids[2], b2)
                 | step(&mut ids[3], b3);
             if special && ids.iter().any(|&sid| dfa.is_match(sid)) {
-                return true;
+                // Lane 0 has walked bytes 0..=i without an earlier match.
+                return Some((i + 1).saturating_sub(QUICK_PREFIX));
             }
         }
         let tails = [(&s1[q..], 1), (&s2[q..], 2), (&s3[q..], 3)];
         for (tail, k) in tails {
             for &b in tail {
                 if step(&mut ids[k], b) && dfa.is_match(ids[k]) {
-                    return true;
+                    // Lane 0 has walked all of 0..q without a match.
+                    return Some((q + 1).saturating_sub(QUICK_PREFIX));
                 }
             }
         }
-        false
+        None
     }
 
     /// [`Self::may_match`] in one walk, for short input.
-    fn walk(&self, ua: &[u8]) -> bool {
+    fn walk(&self, ua: &[u8]) -> Option<usize> {
         let mut sid = self.quick_start;
-        for &b in ua {
+        for (i, &b) in ua.iter().enumerate() {
             sid = self.quick.next_state(Anchored::No, sid, b);
             if self.quick.is_special(sid) && self.quick.is_match(sid) {
-                return true;
+                return Some((i + 1).saturating_sub(QUICK_PREFIX));
             }
         }
-        false
+        None
     }
 
-    /// The full scan: finds tokens left to right and applies each match's
-    /// rule conditions.
-    fn scan(&self, ua: &[u8]) -> Verdict {
+    /// The full scan from byte `from` on (no token starts earlier): finds
+    /// tokens left to right and applies each match's rule conditions, which
+    /// see the whole UA (anchors and boundaries stay exact).
+    fn scan(&self, ua: &[u8], from: usize) -> Verdict {
         let haystack = ua;
         let mut exception = None;
-        let mut at = 0;
+        let mut at = from.min(ua.len());
         while let Some(m) = self
             .automaton
             .find(Input::new(haystack).span(at..haystack.len()))
