@@ -250,13 +250,9 @@ impl Classifier {
     /// tokens left to right and applies each match's rule conditions, which
     /// see the whole UA (anchors and boundaries stay exact).
     fn scan(&self, ua: &[u8], from: usize) -> Verdict {
-        let haystack = ua;
         let mut exception = None;
         let mut at = from.min(ua.len());
-        while let Some(m) = self
-            .automaton
-            .find(Input::new(haystack).span(at..haystack.len()))
-        {
+        while let Some(m) = self.automaton.find(Input::new(ua).span(at..ua.len())) {
             let group = &self.groups[m.pattern().as_usize()];
             let accepted = group
                 .iter()

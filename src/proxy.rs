@@ -237,7 +237,7 @@ impl Upstream {
                 other => other,
             }
         };
-        let start = self.millis();
+        let start = millis_since(self.epoch);
         let timeout = self.response_timeout;
         let deadline = async {
             loop {
@@ -272,10 +272,11 @@ impl Upstream {
         };
         Ok(Response::from_parts(parts, body))
     }
+}
 
-    fn millis(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
+/// Milliseconds since `epoch`: the clock of the upload-progress bookkeeping.
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Whether a failed exchange died on a connection the upstream had already
@@ -469,8 +470,9 @@ impl Body for RequestBody {
         };
         match polled {
             Poll::Ready(Some(Ok(frame))) => {
-                let now = u64::try_from(this.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-                state.last.store(now, Ordering::Relaxed);
+                state
+                    .last
+                    .store(millis_since(this.epoch), Ordering::Relaxed);
                 if let Some(data) = frame.data_ref() {
                     this.seen = this.seen.saturating_add(data.len() as u64);
                     if this.limit.is_some_and(|limit| this.seen > limit) {

@@ -88,21 +88,12 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> ServiceResult {
     let start = Instant::now();
-    if req.method() == Method::CONNECT {
-        let res = response::close(response::method_not_allowed());
-        log_access(&shared, &req, &res, None, "reject", None, start);
-        return Ok(res);
-    }
     if let Some(res) = refuse(&shared.limits, peer, &req) {
         log_access(&shared, &req, &res, None, "reject", None, start);
         return Ok(res);
     }
 
-    let authority = req
-        .uri()
-        .authority()
-        .map(|a| a.as_str())
-        .or_else(|| req.headers().get(HOST).and_then(|h| h.to_str().ok()));
+    let authority = authority(req.uri(), req.headers().get(HOST));
     let facts = Facts {
         method: req.method(),
         scheme,
@@ -179,11 +170,22 @@ fn error_response(err: &ProxyError) -> Response<Body> {
     }
 }
 
-/// Requests refused before any decision: ambiguous framing (400), a
-/// protocol upgrade other than h2c (501), an over-long request-target (414),
-/// a declared body over the limit (413).
+/// The host asked for: the request-target's authority (absolute form), or
+/// else the Host header, when it is text.
+fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
+    uri.authority()
+        .map(|a| a.as_str())
+        .or_else(|| host.and_then(|h| h.to_str().ok()))
+}
+
+/// Requests refused before any decision: CONNECT (405), ambiguous framing
+/// (400), a protocol upgrade other than h2c (501), an over-long
+/// request-target (414), a declared body over the limit (413).
 /// The connection is closed after the answer, since the body is unread.
 fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
+    if req.method() == Method::CONNECT {
+        return Some(response::close(response::method_not_allowed()));
+    }
     if let Err(err) = framing::check(req.version(), req.headers()) {
         tracing::debug!(%peer, error = %err, "refused an ambiguous request");
         return Some(response::close(response::bad_request()));
@@ -270,12 +272,7 @@ impl AccessFields {
         upstream: Option<Duration>,
         start: Instant,
     ) {
-        let host = self
-            .uri
-            .authority()
-            .map(|a| a.as_str())
-            .or_else(|| self.host.as_ref().and_then(|h| h.to_str().ok()))
-            .unwrap_or("-");
+        let host = authority(&self.uri, self.host.as_ref()).unwrap_or("-");
         tracing::info!(
             target: "crawlgate::access",
             method = %self.method,
