@@ -76,6 +76,7 @@ fn bench_decide(c: &mut Criterion) {
         classifier: classifier(),
         blocked_params: vec!["do".into(), "_fid".into()],
         redirect: RedirectConfig {
+            https: None,
             www: WwwMode::Apex,
             strip_www_path: true,
             hosts: Vec::new(),

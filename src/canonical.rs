@@ -21,6 +21,18 @@ pub enum WwwMode {
     Off,
 }
 
+/// Plain-HTTP requests are redirected to HTTPS, in the same hop as the
+/// host and path fixes. ACME HTTP-01 challenges
+/// (`/.well-known/acme-challenge/…`) stay on plain HTTP so that a
+/// certificate can be issued before HTTPS works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpsRedirect {
+    /// The port written in the Location; `None` for 443.
+    pub port: Option<u16>,
+}
+
+const ACME_CHALLENGE: &str = "/.well-known/acme-challenge/";
+
 /// The absolute URL the request should be redirected to, or `None` when
 /// the address is already canonical, the host is not a valid host, or an
 /// allow-list is configured and does not hold the target host.
@@ -45,9 +57,13 @@ pub fn location(
     } else {
         None
     };
-    if new_host.is_none() && new_path.is_none() {
+    let upgrade = config
+        .https
+        .filter(|_| scheme == "http" && !path.starts_with(ACME_CHALLENGE));
+    if new_host.is_none() && new_path.is_none() && upgrade.is_none() {
         return None;
     }
+    let scheme = if upgrade.is_some() { "https" } else { scheme };
     let (host, www_prefix) = match new_host {
         Some(HostFix::Strip(rest)) => (rest, ""),
         Some(HostFix::AddWww) => (host, "www."),
@@ -63,6 +79,7 @@ pub fn location(
             + 3
             + www_prefix.len()
             + authority.len()
+            + 6
             + path.len()
             + 1
             + query.map_or(0, str::len),
@@ -71,9 +88,19 @@ pub fn location(
     url.push_str("://");
     url.push_str(www_prefix);
     url.extend(host.chars().map(|c| c.to_ascii_lowercase()));
-    if let Some(port) = port {
-        url.push(':');
-        url.push_str(port);
+    match (upgrade, port) {
+        // The HTTPS listener's port replaces whatever port was asked for.
+        (Some(https), _) => {
+            if let Some(port) = https.port {
+                use std::fmt::Write;
+                let _ = write!(url, ":{port}");
+            }
+        }
+        (None, Some(port)) => {
+            url.push(':');
+            url.push_str(port);
+        }
+        (None, None) => {}
     }
     url.push_str(path);
     if let Some(query) = query {
@@ -202,6 +229,7 @@ mod tests {
 
     fn config(www: WwwMode, hosts: &[&str]) -> RedirectConfig {
         RedirectConfig {
+            https: None,
             www,
             strip_www_path: true,
             hosts: hosts.iter().map(|&h| h.into()).collect(),
@@ -363,5 +391,67 @@ mod tests {
                 "{first}"
             );
         }
+    }
+
+    #[test]
+    fn https_upgrade_in_the_same_hop() {
+        let mut c = config(WwwMode::Apex, &[]);
+        c.https = Some(HttpsRedirect { port: None });
+        // (scheme, host, path, query, Location)
+        type Row<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+        let rows: &[Row] = &[
+            (
+                "http",
+                "www.example.com",
+                "/www/a",
+                Some("b"),
+                Some("https://example.com/a?b"),
+            ),
+            (
+                "http",
+                "example.com",
+                "/",
+                None,
+                Some("https://example.com/"),
+            ),
+            (
+                "http",
+                "example.com:8080",
+                "/a",
+                None,
+                Some("https://example.com/a"),
+            ),
+            ("https", "example.com", "/a", None, None),
+            (
+                "https",
+                "www.example.com",
+                "/a",
+                None,
+                Some("https://example.com/a"),
+            ),
+            // ACME HTTP-01 stays on plain HTTP, host fixes still apply.
+            (
+                "http",
+                "example.com",
+                "/.well-known/acme-challenge/tok",
+                None,
+                None,
+            ),
+            ("http", "bad host", "/", None, None),
+        ];
+        for &(scheme, host, path, query, want) in rows {
+            assert_eq!(
+                location(&c, scheme, host, path, query).as_deref(),
+                want,
+                "{scheme}://{host}{path}"
+            );
+        }
+        c.https = Some(HttpsRedirect { port: Some(8443) });
+        assert_eq!(
+            location(&c, "http", "www.example.com:8080", "/a", None).as_deref(),
+            Some("https://example.com:8443/a")
+        );
+        let again = location(&c, "https", "example.com:8443", "/a", None);
+        assert_eq!(again, None, "the target is a fixed point");
     }
 }

@@ -10,12 +10,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use http::header::HeaderName;
+use http::header::{HeaderName, HeaderValue};
 use http::uri::{Authority, Scheme, Uri};
 use ipnet::IpNet;
 use serde::Deserialize;
 
-use crate::canonical::WwwMode;
+use crate::canonical::{HttpsRedirect, WwwMode};
 use crate::query::MAX_NAME_LEN;
 
 /// A configuration that cannot be used, with the key at fault.
@@ -87,6 +87,27 @@ pub struct RawConfig {
     /// `[limits]`
     #[serde(default)]
     pub limits: RawLimits,
+    /// `[tls]`
+    #[serde(default)]
+    pub tls: RawTls,
+}
+
+/// `[tls]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTls {
+    /// HTTPS listen address; none = no TLS listener.
+    pub listen: Option<String>,
+    /// Certificate folder.
+    pub certs: Option<PathBuf>,
+    /// Host whose certificate answers clients without SNI.
+    pub default_name: Option<String>,
+    /// Offer HTTP/2 by ALPN.
+    pub http2: Option<bool>,
+    /// Redirect plain-HTTP requests to HTTPS.
+    pub redirect_http: Option<bool>,
+    /// Strict-Transport-Security value for HTTPS responses.
+    pub hsts: Option<String>,
 }
 
 /// `[limits]` as written.
@@ -129,6 +150,13 @@ pub struct RawProxy {
     pub header_read_timeout: Option<String>,
     /// How long in-flight requests may run after a shutdown signal.
     pub shutdown_grace: Option<String>,
+    /// Accept HTTP/2 with prior knowledge (h2c) on the plain port.
+    pub h2c: Option<bool>,
+    /// PEM file of CA certificates for an https:// upstream (instead of
+    /// the system's).
+    pub upstream_ca: Option<PathBuf>,
+    /// Name to send as SNI and verify for an https:// upstream.
+    pub upstream_sni: Option<String>,
 }
 
 /// `[block]` as written.
@@ -180,6 +208,10 @@ pub struct Overrides {
     pub sitemap_dir: Option<PathBuf>,
     /// `--rules`
     pub rules_dir: Option<PathBuf>,
+    /// `--tls-listen`
+    pub tls_listen: Option<String>,
+    /// `--certs`
+    pub certs_dir: Option<PathBuf>,
 }
 
 /// A validated configuration.
@@ -207,6 +239,24 @@ pub struct Config {
     pub access_log: bool,
     /// Resource limits.
     pub limits: Limits,
+    /// The HTTPS listener, if any.
+    pub tls: Option<TlsConfig>,
+}
+
+/// The HTTPS listener, validated (the certificates are loaded by
+/// [`crate::tls::CertStore::load`]).
+#[derive(Clone, Debug)]
+pub struct TlsConfig {
+    /// Listen address.
+    pub listen: SocketAddr,
+    /// Certificate folder.
+    pub certs_dir: PathBuf,
+    /// Host whose certificate answers clients without SNI.
+    pub default_name: Option<String>,
+    /// Offer HTTP/2 by ALPN.
+    pub http2: bool,
+    /// `Strict-Transport-Security` added to HTTPS responses that lack one.
+    pub hsts: Option<HeaderValue>,
 }
 
 /// Resource limits, validated.
@@ -229,10 +279,15 @@ pub struct Limits {
 /// The upstream origin.
 #[derive(Clone, Debug)]
 pub struct Upstream {
-    /// `http` (HTTPS upstreams come with TLS support).
+    /// `http` or `https`.
     pub scheme: Scheme,
     /// `host:port` as given.
     pub authority: Authority,
+    /// CA certificates (PEM) trusted for an `https` upstream instead of the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// Name sent as SNI and verified, instead of the URL's host.
+    pub sni: Option<String>,
 }
 
 /// Forwarding behaviour.
@@ -256,11 +311,16 @@ pub struct ProxyConfig {
     pub header_read_timeout: Duration,
     /// Shutdown grace period.
     pub shutdown_grace: Duration,
+    /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
+    pub h2c: bool,
 }
 
 /// Canonical redirect settings.
 #[derive(Clone, Debug)]
 pub struct RedirectConfig {
+    /// Send plain-HTTP requests to HTTPS (in the same hop as the other
+    /// fixes).
+    pub https: Option<HttpsRedirect>,
     /// Which host form is canonical.
     pub www: WwwMode,
     /// Remove a leading `/www` segment.
@@ -294,6 +354,7 @@ impl Config {
             robots,
             log,
             limits,
+            tls,
         } = raw;
         let RawProxy {
             preserve_host,
@@ -305,6 +366,9 @@ impl Config {
             trusted_proxies,
             header_read_timeout,
             shutdown_grace,
+            h2c,
+            upstream_ca,
+            upstream_sni,
         } = proxy;
         let RawBlock { params } = block;
         let RawRedirect {
@@ -371,7 +435,26 @@ impl Config {
             .clone()
             .or(upstream)
             .unwrap_or_else(|| "http://127.0.0.1:8000".to_owned());
-        let upstream = parse_upstream(&upstream)?;
+        let mut upstream = parse_upstream(&upstream)?;
+        if upstream.scheme == Scheme::HTTPS {
+            if let Some(sni) = &upstream_sni {
+                if !crate::canonical::is_hostname(sni.as_bytes()) {
+                    return Err(invalid(
+                        "proxy.upstream_sni",
+                        format!("{sni:?} is not a host name"),
+                    ));
+                }
+            }
+            upstream.ca_file = upstream_ca;
+            upstream.sni = upstream_sni;
+        } else if upstream_ca.is_some() || upstream_sni.is_some() {
+            let key = if upstream_ca.is_some() {
+                "proxy.upstream_ca"
+            } else {
+                "proxy.upstream_sni"
+            };
+            return Err(invalid(key, "only applies to an https:// upstream"));
+        }
 
         let class_header = class_header.unwrap_or_else(|| "x-crawler".to_owned());
         let class_header = HeaderName::from_bytes(class_header.as_bytes()).map_err(|_| {
@@ -396,7 +479,9 @@ impl Config {
             trusted_proxies,
             header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
             shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
+            h2c: h2c.unwrap_or(false),
         };
+        let (tls, https_redirect) = tls_config(tls, overrides)?;
 
         let params = params.unwrap_or_else(|| vec!["do".to_owned(), "_fid".to_owned()]);
         for p in &params {
@@ -440,6 +525,7 @@ impl Config {
             allowed.push(h.into_boxed_str());
         }
         let redirect = RedirectConfig {
+            https: https_redirect,
             www,
             strip_www_path: strip_www_path.unwrap_or(true),
             hosts: allowed,
@@ -479,8 +565,104 @@ impl Config {
             robots_extra,
             access_log: access.unwrap_or(true),
             limits,
+            tls,
         })
     }
+
+    /// The settings that only a restart can change, if they differ between
+    /// `self` and `new`: (key, old value, new value).
+    pub fn restart_needed(&self, new: &Config) -> Vec<(&'static str, String, String)> {
+        let mut changed = Vec::new();
+        if self.listen != new.listen {
+            changed.push(("listen", self.listen.to_string(), new.listen.to_string()));
+        }
+        let tls_listen = |c: &Config| c.tls.as_ref().map(|t| t.listen.to_string());
+        if tls_listen(self) != tls_listen(new) {
+            let show = |v: Option<String>| v.unwrap_or_else(|| "none".to_owned());
+            changed.push(("tls.listen", show(tls_listen(self)), show(tls_listen(new))));
+        }
+        let http2 = |c: &Config| c.tls.as_ref().map(|t| t.http2);
+        if http2(self) != http2(new) {
+            changed.push((
+                "tls.http2",
+                format!("{:?}", http2(self)),
+                format!("{:?}", http2(new)),
+            ));
+        }
+        changed
+    }
+}
+
+fn tls_config(
+    raw: RawTls,
+    overrides: &Overrides,
+) -> Result<(Option<TlsConfig>, Option<HttpsRedirect>), ConfigError> {
+    let RawTls {
+        listen,
+        certs,
+        default_name,
+        http2,
+        redirect_http,
+        hsts,
+    } = raw;
+    let hsts = match hsts.filter(|h| !h.is_empty()) {
+        None => None,
+        Some(h) => {
+            let ok = h
+                .get(..8)
+                .is_some_and(|p| p.eq_ignore_ascii_case("max-age="));
+            match HeaderValue::from_str(&h) {
+                Ok(value) if ok => Some(value),
+                _ => {
+                    return Err(invalid(
+                        "tls.hsts",
+                        format!(
+                        "{h:?} is not a Strict-Transport-Security value like \"max-age=31536000\""
+                    ),
+                    ))
+                }
+            }
+        }
+    };
+    let Some(listen) = overrides.tls_listen.clone().or(listen) else {
+        if redirect_http == Some(true) {
+            return Err(invalid("tls.redirect_http", "needs tls.listen"));
+        }
+        if hsts.is_some() {
+            return Err(invalid("tls.hsts", "needs tls.listen"));
+        }
+        return Ok((None, None));
+    };
+    let listen: SocketAddr = listen.parse().map_err(|_| {
+        invalid(
+            "tls.listen",
+            format!("{listen:?} is not an address like 0.0.0.0:443"),
+        )
+    })?;
+    if let Some(name) = &default_name {
+        let host = name.trim_end_matches('.');
+        if !crate::canonical::is_hostname(host.as_bytes()) {
+            return Err(invalid(
+                "tls.default_name",
+                format!("{name:?} is not a host name"),
+            ));
+        }
+    }
+    let https = redirect_http.unwrap_or(false).then(|| HttpsRedirect {
+        port: (listen.port() != 443).then_some(listen.port()),
+    });
+    let tls = TlsConfig {
+        listen,
+        certs_dir: overrides
+            .certs_dir
+            .clone()
+            .or(certs)
+            .unwrap_or_else(|| PathBuf::from("certs")),
+        default_name: default_name.map(|n| n.trim_end_matches('.').to_ascii_lowercase()),
+        http2: http2.unwrap_or(true),
+        hsts,
+    };
+    Ok((Some(tls), https))
 }
 
 impl RawConfig {
@@ -525,8 +707,8 @@ fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
         .scheme()
         .cloned()
         .ok_or_else(|| bad("missing http://"))?;
-    if scheme != Scheme::HTTP {
-        return Err(bad("only http:// upstreams are supported"));
+    if scheme != Scheme::HTTP && scheme != Scheme::HTTPS {
+        return Err(bad("the scheme must be http:// or https://"));
     }
     let authority = uri
         .authority()
@@ -543,7 +725,12 @@ fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
             "a path or query is not supported; give only scheme, host and port",
         ));
     }
-    Ok(Upstream { scheme, authority })
+    Ok(Upstream {
+        scheme,
+        authority,
+        ca_file: None,
+        sni: None,
+    })
 }
 
 fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
@@ -624,7 +811,30 @@ mod tests {
                 "[proxy]\ntrusted_proxies = [\"10.0.0.0/33\"]",
                 "proxy.trusted_proxies: ",
             ),
-            ("upstream = \"https://x\"", "upstream: "),
+            ("upstream = \"ftp://x\"", "upstream: "),
+            (
+                "[proxy]\nupstream_ca = \"ca.pem\"",
+                "proxy.upstream_ca: only applies",
+            ),
+            (
+                "upstream = \"https://x\"\n[proxy]\nupstream_sni = \"a b\"",
+                "proxy.upstream_sni: ",
+            ),
+            ("[proxy]\nh2c = 1", "proxy.h2c: invalid type"),
+            ("[tls]\nlisten = \"443\"", "tls.listen: "),
+            (
+                "[tls]\nredirect_http = true",
+                "tls.redirect_http: needs tls.listen",
+            ),
+            (
+                "[tls]\nlisten = \"127.0.0.1:443\"\nhsts = \"1 year\"",
+                "tls.hsts: ",
+            ),
+            (
+                "[tls]\nlisten = \"127.0.0.1:443\"\ndefault_name = \"*.x\"",
+                "tls.default_name: ",
+            ),
+            ("[tls]\ncert = \"x\"", "tls.cert: unknown field"),
             ("upstream = \"http://x/app\"", "upstream: "),
             ("upstream = \"x:80\"", "upstream: "),
             ("[block]\nparams = [\"\"]", "block.params: "),
@@ -707,6 +917,15 @@ mod tests {
             "extra",
             "[log]",
             "access",
+            "h2c",
+            "upstream_ca",
+            "upstream_sni",
+            "[tls]",
+            "certs",
+            "default_name",
+            "http2",
+            "redirect_http",
+            "hsts",
         ] {
             assert!(
                 text.contains(key),

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Request, Response};
@@ -58,12 +59,18 @@ pub async fn run(
         upstream: Some(format!("http://{site_addr}")),
         sitemap_dir: Some(sitemap_dir.0.clone()),
         rules_dir: None,
+        ..Overrides::default()
     };
     let config = Config::from_raw(RawConfig::default(), &overrides).map_err(DemoError::Config)?;
-    let shared = Shared::new(&config).map_err(DemoError::Rules)?;
+    let shared = Shared::new(&config).map_err(DemoError::Setup)?;
 
     println!("{}", instructions(addr, site_addr));
-    let result = crate::server::serve(proxy, Arc::new(shared), shutdown).await;
+    let result = crate::server::serve(
+        crate::server::Listeners::plain(proxy),
+        Arc::new(ArcSwap::from_pointee(shared)),
+        shutdown,
+    )
+    .await;
     site_task.abort();
     drop(sitemap_dir);
     result.map_err(DemoError::Site)
@@ -190,5 +197,5 @@ pub enum DemoError {
     Config(crate::config::ConfigError),
     /// The embedded rules did not compile (a bug).
     #[error(transparent)]
-    Rules(crate::rules::RulesError),
+    Setup(crate::service::SetupError),
 }

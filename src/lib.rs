@@ -30,6 +30,7 @@ pub mod classify;
 pub mod config;
 pub mod demo;
 pub mod framing;
+pub mod live;
 pub mod policy;
 pub mod proxy;
 pub mod query;
@@ -40,3 +41,4 @@ pub mod server;
 pub mod service;
 #[doc(hidden)]
 pub mod testing;
+pub mod tls;

@@ -9,13 +9,18 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use crawlgate::classify::{classify_lines, Classifier};
-use crawlgate::config::{Config, ConfigError, Overrides};
+use crawlgate::config::Overrides;
+use crawlgate::live::Live;
 use crawlgate::rules::RuleLists;
-use crawlgate::service::Shared;
+use crawlgate::server::Listeners;
+use crawlgate::tls::CertStore;
+use tokio_rustls::TlsAcceptor;
 use tracing_subscriber::EnvFilter;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
 const EXIT_CONFIG: u8 = 64;
+/// Exit code when a second shutdown signal cuts the drain short.
+const EXIT_INTERRUPTED: i32 = 130;
 
 /// crawlgate: an edge reverse proxy that keeps robots off action links,
 /// sends one canonical 301 for duplicate addresses, synthesizes robots.txt
@@ -46,6 +51,12 @@ struct RunArgs {
     /// Folder of *.txt User-Agent token lists replacing the built-in rules
     #[arg(long, value_name = "DIR")]
     rules: Option<PathBuf>,
+    /// Address to listen on for HTTPS, e.g. 0.0.0.0:443 [default: none]
+    #[arg(long, value_name = "ADDR")]
+    tls_listen: Option<String>,
+    /// Certificate folder for HTTPS (see certs/README.md) [default: certs]
+    #[arg(long, value_name = "DIR")]
+    certs: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -89,34 +100,67 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         upstream: args.upstream,
         sitemap_dir: args.sitemap_dir,
         rules_dir: args.rules,
+        tls_listen: args.tls_listen,
+        certs_dir: args.certs,
     };
-    let config = match Config::load(args.config.as_deref(), &overrides) {
-        Ok(config) => config,
-        Err(err) => return config_error(&err),
-    };
-    let shared = match Shared::new(&config) {
-        Ok(shared) => shared,
+    let live = match Live::start(args.config, overrides) {
+        Ok(live) => Arc::new(live),
         Err(err) => {
-            eprintln!("crawlgate: error: {err}");
+            eprintln!("crawlgate: {err}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    let config = live.config();
     let result = runtime().and_then(|rt| {
         rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind(config.listen)
-                .await
-                .with_context(|| format!("cannot listen on {}", config.listen))?;
+            let plain = bind(config.listen).await?;
+            let tls = match (&config.tls, &live.certs) {
+                (Some(tls), Some(certs)) => {
+                    let server = crawlgate::tls::server_config(Arc::clone(certs), tls.http2)?;
+                    Some((bind(tls.listen).await?, TlsAcceptor::from(Arc::new(server))))
+                }
+                _ => None,
+            };
+            let shared = live.shared.load();
             tracing::info!(
                 listen = %config.listen,
-                upstream = %config.upstream.authority,
+                tls_listen = config.tls.as_ref().map(|t| tracing::field::display(t.listen)),
+                certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
+                upstream = %format_args!("{}://{}", config.upstream.scheme, config.upstream.authority),
                 rules = %shared.rules_source.as_deref().map_or("built-in".into(), |p| p.display().to_string()),
                 "crawlgate started",
             );
-            crawlgate::server::serve(listener, Arc::new(shared), shutdown_signal()).await?;
+            if let Some(certs) = &live.certs {
+                log_certificates(&certs.current());
+            }
+            drop(shared);
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(signals(Arc::clone(&live), stop_tx));
+            let listeners = Listeners { plain, tls };
+            crawlgate::server::serve(listeners, Arc::clone(&live.shared), async {
+                let _ = stop_rx.await;
+            })
+            .await?;
             Ok(())
         })
     });
     finish(result)
+}
+
+async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+fn log_certificates(store: &CertStore) {
+    for cert in &store.loaded {
+        tracing::info!(
+            file = %cert.path.display(),
+            names = %cert.names.join(" "),
+            "certificate loaded",
+        );
+    }
 }
 
 fn run_demo(listen: Option<SocketAddr>) -> ExitCode {
@@ -154,31 +198,34 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
 }
 
 fn check_config(file: &std::path::Path) -> ExitCode {
-    let checked = Config::load(Some(file), &Overrides::default()).map(|config| {
-        let rules = Shared::new(&config);
-        (config, rules)
-    });
-    match checked {
-        Ok((_, Err(err))) => {
-            eprintln!("crawlgate: error: {err}");
-            ExitCode::from(EXIT_CONFIG)
-        }
-        Ok((config, Ok(_))) => {
+    match crawlgate::live::load(Some(file), &Overrides::default()) {
+        Ok(loaded) => {
+            let config = loaded.config;
+            let tls = config
+                .tls
+                .as_ref()
+                .map(|t| {
+                    format!(
+                        ", tls {} with {} certificates",
+                        t.listen,
+                        loaded.certs.map_or(0, |c| c.loaded.len())
+                    )
+                })
+                .unwrap_or_default();
             println!(
-                "{}: ok (listen {}, upstream {})",
+                "{}: ok (listen {}{tls}, upstream {}://{})",
                 file.display(),
                 config.listen,
+                config.upstream.scheme,
                 config.upstream.authority
             );
             ExitCode::SUCCESS
         }
-        Err(err) => config_error(&err),
+        Err(err) => {
+            eprintln!("crawlgate: {err}");
+            ExitCode::from(EXIT_CONFIG)
+        }
     }
-}
-
-fn config_error(err: &ConfigError) -> ExitCode {
-    eprintln!("crawlgate: config error: {err}");
-    ExitCode::from(EXIT_CONFIG)
 }
 
 fn finish(result: anyhow::Result<()>) -> ExitCode {
@@ -207,27 +254,75 @@ fn init_tracing() {
         .init();
 }
 
-/// Completes on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = ctrl_c => {},
-                    _ = term.recv() => {},
-                }
-            }
-            Err(_) => {
-                let _ = ctrl_c.await;
-            }
+/// Runs the signal handling of the proxy: SIGHUP reloads; the first
+/// SIGTERM or SIGINT starts the graceful shutdown (through `stop`); a second
+/// one exits at once.
+async fn signals(live: Arc<Live>, stop: tokio::sync::oneshot::Sender<()>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop crawlgate with SIGKILL");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => reload(&live),
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
+    tracing::info!("shutdown signal received; a second one exits at once");
+    let _ = stop.send(());
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+    tracing::warn!("second shutdown signal: exiting without draining");
+    std::process::exit(EXIT_INTERRUPTED);
+}
+
+fn reload(live: &Live) {
+    match live.reload() {
+        Ok(done) => {
+            for (key, running, wanted) in &done.restart_needed {
+                tracing::warn!(
+                    key,
+                    running = %running,
+                    config = %wanted,
+                    "reload: this setting changed but needs a restart; still using the running value",
+                );
+            }
+            tracing::info!(
+                certificates = done.certificates,
+                "reload: new config, rules and certificates in effect",
+            );
+            if let Some(certs) = &live.certs {
+                log_certificates(&certs.current());
+            }
+        }
+        Err(err) => tracing::error!(
+            error = %err,
+            "reload failed; the previous configuration keeps serving",
+        ),
+    }
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C): the demo's shutdown.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
     tracing::info!("shutdown signal received");
 }

@@ -127,6 +127,7 @@ mod tests {
             classifier: Classifier::new(&RuleLists::embedded()).expect("rules compile"),
             blocked_params: vec!["do".into(), "_fid".into()],
             redirect: RedirectConfig {
+                https: None,
                 www: WwwMode::Apex,
                 strip_www_path: true,
                 hosts: Vec::new(),

@@ -24,10 +24,14 @@ use http::header::{
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, Version};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::{self, Client};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use ipnet::IpNet;
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::time::Instant;
 
 use crate::classify::UaClass;
@@ -100,10 +104,34 @@ pub struct ClientInfo {
     pub class: UaClass,
 }
 
+/// The upstream's TLS settings cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamTlsError {
+    /// The CA file cannot be read or holds no certificate.
+    #[error("proxy.upstream_ca: {}: {message}", path.display())]
+    Ca {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// No CA certificate was found on the system.
+    #[error("upstream: no CA certificates found on this system for an https:// upstream ({0}); set proxy.upstream_ca")]
+    NoSystemRoots(String),
+    /// The SNI override is not a server name.
+    #[error("proxy.upstream_sni: {0:?} is not a server name")]
+    Sni(String),
+    /// rustls refused the settings.
+    #[error("upstream TLS settings: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+type Connector = HttpsConnector<HttpConnector>;
+
 /// The upstream origin and the pooled client that reaches it.
 #[derive(Debug)]
 pub struct Upstream {
-    client: Client<HttpConnector, RequestBody>,
+    client: Client<Connector, RequestBody>,
     scheme: Scheme,
     authority: Authority,
     authority_value: HeaderValue,
@@ -117,11 +145,36 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Builds the client; connects lazily.
-    pub fn new(config: &Config) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(config.proxy.connect_timeout));
-        connector.set_nodelay(true);
+    /// Builds the client; connects lazily. For an `https://` upstream the
+    /// roots (system or `proxy.upstream_ca`) are read here.
+    pub fn new(config: &Config) -> Result<Self, UpstreamTlsError> {
+        let mut http = HttpConnector::new();
+        http.set_connect_timeout(Some(config.proxy.connect_timeout));
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        let https = config.upstream.scheme == Scheme::HTTPS;
+        let roots = if https {
+            upstream_roots(config.upstream.ca_file.as_deref())?
+        } else {
+            // Never used: an http:// upstream makes no TLS connection.
+            RootCertStore::empty()
+        };
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http();
+        let builder = match &config.upstream.sni {
+            Some(name) => {
+                let name = ServerName::try_from(name.clone())
+                    .map_err(|_| UpstreamTlsError::Sni(name.clone()))?;
+                builder.with_server_name_resolver(FixedServerNameResolver::new(name))
+            }
+            None => builder,
+        };
+        let connector = builder.enable_http1().wrap_connector(http);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(config.proxy.pool_idle_timeout)
             .pool_max_idle_per_host(config.proxy.pool_max_idle)
@@ -132,7 +185,7 @@ impl Upstream {
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
-        Self {
+        Ok(Self {
             client,
             scheme: config.upstream.scheme.clone(),
             authority,
@@ -144,7 +197,7 @@ impl Upstream {
             max_body_bytes: config.limits.max_body_bytes,
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
             epoch: Instant::now(),
-        }
+        })
     }
 
     /// Sends `req` upstream and returns the response with its body still
@@ -272,6 +325,40 @@ impl Upstream {
         };
         Ok(Response::from_parts(parts, body))
     }
+}
+
+/// The CA certificates an `https://` upstream is verified against.
+fn upstream_roots(ca_file: Option<&std::path::Path>) -> Result<RootCertStore, UpstreamTlsError> {
+    let mut roots = RootCertStore::empty();
+    match ca_file {
+        Some(path) => {
+            let ca = |message: String| UpstreamTlsError::Ca {
+                path: path.to_owned(),
+                message,
+            };
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                .map_err(|e| ca(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(ca("no CERTIFICATE block".to_owned()));
+            }
+            for cert in certs {
+                roots.add(cert).map_err(|e| ca(e.to_string()))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why = found.errors.first().map_or_else(
+                    || "none in the usual places".to_owned(),
+                    ToString::to_string,
+                );
+                return Err(UpstreamTlsError::NoSystemRoots(why));
+            }
+        }
+    }
+    Ok(roots)
 }
 
 /// Milliseconds since `epoch`: the clock of the upload-progress bookkeeping.

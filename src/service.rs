@@ -10,8 +10,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, UPGRADE, USER_AGENT};
-use http::{Method, Request, Response, StatusCode, Uri};
+use http::header::{
+    HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING,
+    UPGRADE, USER_AGENT,
+};
+use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::Either;
 use hyper::body::Incoming;
 use tokio::time::Instant;
@@ -20,7 +23,7 @@ use crate::classify::{Classifier, UaClass};
 use crate::config::{Config, Limits};
 use crate::framing;
 use crate::policy::{self, Decision, Facts, Policy};
-use crate::proxy::{ClientInfo, ProxyError, Upstream};
+use crate::proxy::{ClientInfo, ProxyError, Upstream, UpstreamTlsError};
 use crate::response::{self, Body, ServiceResult};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
@@ -48,11 +51,26 @@ pub struct Shared {
     pub rules_source: Option<PathBuf>,
     /// Resource limits.
     pub limits: Limits,
+    /// `Strict-Transport-Security` for HTTPS responses that lack one.
+    pub hsts: Option<HeaderValue>,
+    /// Accept h2c with prior knowledge on the plain port.
+    pub h2c: bool,
+}
+
+/// Why the request-path state cannot be built from a valid config.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The rules folder is unusable.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    /// The upstream's TLS settings are unusable.
+    #[error(transparent)]
+    UpstreamTls(#[from] UpstreamTlsError),
 }
 
 impl Shared {
     /// Loads the rules and builds the request-path state for `config`.
-    pub fn new(config: &Config) -> Result<Self, RulesError> {
+    pub fn new(config: &Config) -> Result<Self, SetupError> {
         let lists = match &config.rules_dir {
             Some(dir) => RuleLists::from_dir(dir)?,
             None => RuleLists::embedded(),
@@ -70,18 +88,42 @@ impl Shared {
                 &config.robots_extra,
                 config.sitemap_dir.clone(),
             ),
-            upstream: Upstream::new(config),
+            upstream: Upstream::new(config)?,
             access_log: config.access_log,
             header_read_timeout: config.proxy.header_read_timeout,
             shutdown_grace: config.proxy.shutdown_grace,
             rules_source: lists.source,
             limits: config.limits.clone(),
+            hsts: config.tls.as_ref().and_then(|t| t.hsts.clone()),
+            h2c: config.proxy.h2c,
         })
     }
 }
 
-/// Serves one request from `peer`, reached over `scheme`.
+/// Serves one request from `peer`, reached over `scheme` (`http` or
+/// `https`), over HTTP/1 or HTTP/2 alike.
 pub async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    scheme: &'static str,
+    req: Request<Incoming>,
+) -> ServiceResult {
+    let version = req.version();
+    let hsts = (scheme == "https").then(|| shared.hsts.clone()).flatten();
+    let mut res = respond(shared, peer, scheme, req).await?;
+    if version == Version::HTTP_2 {
+        // HTTP/2 has no Connection header; hyper would drop it anyway.
+        res.headers_mut().remove(CONNECTION);
+    }
+    if let Some(hsts) = hsts {
+        res.headers_mut()
+            .entry(STRICT_TRANSPORT_SECURITY)
+            .or_insert(hsts);
+    }
+    Ok(res)
+}
+
+async fn respond(
     shared: Arc<Shared>,
     peer: SocketAddr,
     scheme: &'static str,

@@ -12,6 +12,7 @@ use proptest::strategy::ValueTree;
 
 fn config(www: WwwMode, hosts: &[&str]) -> RedirectConfig {
     RedirectConfig {
+        https: None,
         www,
         strip_www_path: true,
         hosts: hosts.iter().map(|&h| h.into()).collect(),

@@ -4,6 +4,7 @@
 #![no_main]
 
 use crawlgate::canonical::{location, split_authority, WwwMode};
+use crawlgate::canonical::HttpsRedirect;
 use crawlgate::config::RedirectConfig;
 use libfuzzer_sys::fuzz_target;
 
@@ -25,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Vec::new()
     };
+    let https = (mode & 16 != 0).then_some(HttpsRedirect {
+        port: (mode & 32 != 0).then_some(8443),
+    });
     let config = RedirectConfig {
+        https,
         www,
         strip_www_path: mode & 8 == 0,
         hosts,
@@ -49,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
             !loc.bytes().any(|b| b.is_ascii_control() || b == b' '),
             "{loc:?}"
         );
-        let rest = loc.strip_prefix("http://").expect("absolute");
+        let (scheme, rest) = loc.split_once("://").expect("absolute");
         let slash = rest.find('/').expect("a path");
         let (authority, target) = rest.split_at(slash);
         let (target_host, _) = split_authority(authority).expect("valid host");
@@ -61,6 +66,6 @@ fuzz_target!(|data: &[u8]| {
             Some((p, q)) => (p, Some(q)),
             None => (target, None),
         };
-        assert_eq!(location(&config, "http", authority, p2, q2), None, "{loc}");
+        assert_eq!(location(&config, scheme, authority, p2, q2), None, "{loc}");
     }
 });

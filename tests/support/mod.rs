@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use crawlgate::config::{Config, Overrides, RawConfig};
+use crawlgate::server::Listeners;
 use crawlgate::service::Shared;
 use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt, Full};
@@ -248,13 +250,19 @@ impl Proxy {
     pub async fn start_with(toml: &str, overrides: Overrides) -> Self {
         let raw = RawConfig::parse(toml).expect("test config parses");
         let config = Config::from_raw(raw, &overrides).expect("test config is valid");
-        let shared = Arc::new(Shared::new(&config).expect("rules load"));
+        let shared = Arc::new(ArcSwap::from_pointee(
+            Shared::new(&config).expect("rules load"),
+        ));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(crawlgate::server::serve(listener, shared, async {
-            let _ = stopped.await;
-        }));
+        let task = tokio::spawn(crawlgate::server::serve(
+            Listeners::plain(listener),
+            shared,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         Self {
             addr,
             stop: Some(stop),

@@ -1,0 +1,154 @@
+//! The running state and its reload: config, rules and certificates read
+//! again, validated, and swapped whole.
+//!
+//! [`Live::start`] loads everything once (any failure is a start-up error
+//! naming the key or file). [`Live::reload`] repeats the same loading; only
+//! if all of it succeeds does it swap the request-path state and the
+//! certificate store, so a reload that fails validation leaves the running
+//! state untouched. Requests already in flight keep the `Arc<Shared>` they
+//! started with; the next request sees the new one. Settings that only a
+//! restart can apply (listen addresses, HTTP/2 on the TLS port) are
+//! reported, not silently ignored.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use crate::config::{Config, ConfigError, Overrides};
+use crate::server::Live as LiveShared;
+use crate::service::{SetupError, Shared};
+use crate::tls::{CertStore, Certs, TlsError};
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file or a value in it.
+    #[error("config error: {0}")]
+    Config(#[from] ConfigError),
+    /// The rules or the upstream's TLS settings.
+    #[error("{0}")]
+    Setup(#[from] SetupError),
+    /// The certificate folder.
+    #[error("certificate error: {0}")]
+    Tls(#[from] TlsError),
+}
+
+/// Everything one load produced.
+pub struct Loaded {
+    /// The validated config.
+    pub config: Config,
+    /// The request-path state built from it.
+    pub shared: Shared,
+    /// The certificates, when a TLS listener is configured.
+    pub certs: Option<CertStore>,
+}
+
+/// Reads the config file (if any) with `overrides`, then the rules, the
+/// upstream's TLS roots and the certificate folder.
+pub fn load(path: Option<&std::path::Path>, overrides: &Overrides) -> Result<Loaded, LoadError> {
+    let config = Config::load(path, overrides)?;
+    let shared = Shared::new(&config)?;
+    let certs = match &config.tls {
+        Some(tls) => Some(CertStore::load(
+            &tls.certs_dir,
+            tls.default_name.as_deref(),
+        )?),
+        None => None,
+    };
+    Ok(Loaded {
+        config,
+        shared,
+        certs,
+    })
+}
+
+/// What a successful reload changed and could not change.
+#[derive(Debug)]
+pub struct Reloaded {
+    /// Settings that differ but need a restart: (key, running, on disk).
+    pub restart_needed: Vec<(&'static str, String, String)>,
+    /// Certificates now served (0 without TLS).
+    pub certificates: usize,
+}
+
+/// The running state: what requests read, and how to reload it.
+pub struct Live {
+    config_path: Option<PathBuf>,
+    overrides: Overrides,
+    /// The request-path state, read per request.
+    pub shared: Arc<LiveShared>,
+    /// The TLS listener's certificates, when there is one.
+    pub certs: Option<Arc<Certs>>,
+    /// The config in effect (listen addresses are the ones bound at start).
+    running: Mutex<Config>,
+}
+
+impl Live {
+    /// Loads everything for the first time.
+    pub fn start(config_path: Option<PathBuf>, overrides: Overrides) -> Result<Self, LoadError> {
+        let Loaded {
+            config,
+            shared,
+            certs,
+        } = load(config_path.as_deref(), &overrides)?;
+        Ok(Self {
+            config_path,
+            overrides,
+            shared: Arc::new(ArcSwap::from_pointee(shared)),
+            certs: certs.map(|c| Arc::new(Certs::new(c))),
+            running: Mutex::new(config),
+        })
+    }
+
+    /// The config in effect.
+    pub fn config(&self) -> Config {
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Loads everything again and swaps it in, or changes nothing and
+    /// returns why not.
+    pub fn reload(&self) -> Result<Reloaded, LoadError> {
+        let Loaded {
+            config,
+            shared,
+            certs,
+        } = load(self.config_path.as_deref(), &self.overrides)?;
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let restart_needed = running.restart_needed(&config);
+        let mut certificates = 0;
+        // A TLS listener cannot be added or removed without a restart (that
+        // is reported above); while there is one, its certificates follow.
+        if let (Some(live), Some(store)) = (&self.certs, certs) {
+            certificates = store.loaded.len();
+            live.replace(store);
+        }
+        self.shared.store(Arc::new(shared));
+        // Keep the addresses actually bound; take everything else.
+        let listen = running.listen;
+        let old_tls = running.tls.take();
+        *running = config;
+        running.listen = listen;
+        running.tls = match (old_tls, running.tls.take()) {
+            (Some(old), Some(mut new)) => {
+                new.listen = old.listen;
+                new.http2 = old.http2;
+                Some(new)
+            }
+            // Still listening until a restart removes it.
+            (Some(old), None) => Some(old),
+            // Not listening until a restart adds it.
+            (None, _) => None,
+        };
+        Ok(Reloaded {
+            restart_needed,
+            certificates,
+        })
+    }
+}

@@ -1,0 +1,446 @@
+//! TLS termination: certificates read from a folder and chosen by SNI.
+//!
+//! [`CertStore::load`] reads every certificate chain + private key pair in a
+//! folder, in either common layout:
+//!
+//! - flat: `NAME.crt` or `NAME.pem` with a sibling `NAME.key` (a `.crt` or
+//!   `.pem` without a sibling key, such as lego's `NAME.issuer.crt` or a
+//!   stray `chain.pem`, is not a certificate of ours and is skipped);
+//! - certbot: `live/<domain>/fullchain.pem` + `live/<domain>/privkey.pem`
+//!   (symbolic links into `archive/` are followed).
+//!
+//! The names a certificate serves are read from the certificate itself
+//! (its DNS subject alternative names, or the subject's common name when it
+//! has none), never from the file name. Each pair is checked when loaded:
+//! the PEM parses, the key matches the first certificate, and the
+//! certificate is valid now; any failure is one error naming the file.
+//!
+//! [`Certs`] is the rustls resolver: exact names first, then `*.parent`
+//! wildcards (one label, as browsers match them), then the default
+//! certificate, which also answers clients that send no SNI. The store
+//! behind it is swapped whole on reload, so a renewed certificate is served
+//! to new handshakes while established connections carry on.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// A certificate folder that cannot be used. The message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// The folder or a file in it cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's content cannot be used as a certificate chain or key.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The folder holds no usable certificate.
+    #[error("{}: no certificate found (want NAME.crt + NAME.key, or live/DOMAIN/fullchain.pem + privkey.pem)", dir.display())]
+    Empty {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// `tls.default_name` names a host no certificate serves.
+    #[error("tls.default_name: no certificate in {} serves {name:?}", dir.display())]
+    NoDefault {
+        /// The folder.
+        dir: PathBuf,
+        /// The configured name.
+        name: String,
+    },
+    /// rustls refused the protocol settings.
+    #[error("TLS settings: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+fn invalid(path: &Path, message: impl Into<String>) -> TlsError {
+    TlsError::Invalid {
+        path: path.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// One loaded certificate: its chain and key, and what it was read from.
+#[derive(Clone)]
+pub struct Loaded {
+    /// The chain and the signing key.
+    pub key: Arc<CertifiedKey>,
+    /// The certificate file.
+    pub path: PathBuf,
+    /// DNS names it serves, lowercase (`*.example.com` for a wildcard).
+    pub names: Vec<Box<str>>,
+    /// End of validity, seconds since the Unix epoch.
+    pub not_after: i64,
+}
+
+impl fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Loaded")
+            .field("path", &self.path)
+            .field("names", &self.names)
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every certificate of a folder, indexed by the names it serves.
+#[derive(Debug)]
+pub struct CertStore {
+    exact: HashMap<Box<str>, Arc<CertifiedKey>>,
+    /// Keyed by the parent domain: `*.example.com` is under `example.com`.
+    wildcard: HashMap<Box<str>, Arc<CertifiedKey>>,
+    default: Arc<CertifiedKey>,
+    /// What was loaded, in file order (for the start-up log and tests).
+    pub loaded: Vec<Loaded>,
+}
+
+impl CertStore {
+    /// Reads every pair in `dir`. `default_name` picks the certificate for
+    /// clients without SNI (and with an unknown name); without it, the
+    /// first certificate in file-name order is the default.
+    pub fn load(dir: &Path, default_name: Option<&str>) -> Result<Self, TlsError> {
+        let provider = provider();
+        let pairs = find_pairs(dir)?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let mut loaded = Vec::with_capacity(pairs.len());
+        for (cert, key) in pairs {
+            loaded.push(load_pair(&cert, &key, &provider, now)?);
+        }
+        Self::index(dir, loaded, default_name)
+    }
+
+    fn index(
+        dir: &Path,
+        loaded: Vec<Loaded>,
+        default_name: Option<&str>,
+    ) -> Result<Self, TlsError> {
+        let Some(first) = loaded.first() else {
+            return Err(TlsError::Empty {
+                dir: dir.to_owned(),
+            });
+        };
+        let mut default = Arc::clone(&first.key);
+        // When two certificates serve one name, the one valid longest wins:
+        // an old file left beside its renewal does not shadow it.
+        let mut exact: HashMap<Box<str>, (i64, Arc<CertifiedKey>)> = HashMap::new();
+        let mut wildcard: HashMap<Box<str>, (i64, Arc<CertifiedKey>)> = HashMap::new();
+        for cert in &loaded {
+            for name in &cert.names {
+                let (map, key) = match name.strip_prefix("*.") {
+                    Some(parent) => (&mut wildcard, parent),
+                    None => (&mut exact, &**name),
+                };
+                let entry = map
+                    .entry(key.into())
+                    .or_insert_with(|| (cert.not_after, Arc::clone(&cert.key)));
+                if cert.not_after > entry.0 {
+                    *entry = (cert.not_after, Arc::clone(&cert.key));
+                }
+            }
+        }
+        let exact: HashMap<_, _> = exact.into_iter().map(|(k, (_, v))| (k, v)).collect();
+        let wildcard: HashMap<_, _> = wildcard.into_iter().map(|(k, (_, v))| (k, v)).collect();
+        if let Some(name) = default_name {
+            default = lookup(&exact, &wildcard, name).ok_or_else(|| TlsError::NoDefault {
+                dir: dir.to_owned(),
+                name: name.to_owned(),
+            })?;
+        }
+        Ok(Self {
+            exact,
+            wildcard,
+            default,
+            loaded,
+        })
+    }
+
+    /// The certificate for `server_name` (SNI), or the default.
+    pub fn pick(&self, server_name: Option<&str>) -> Arc<CertifiedKey> {
+        server_name
+            .and_then(|name| lookup(&self.exact, &self.wildcard, name))
+            .unwrap_or_else(|| Arc::clone(&self.default))
+    }
+}
+
+fn lookup(
+    exact: &HashMap<Box<str>, Arc<CertifiedKey>>,
+    wildcard: &HashMap<Box<str>, Arc<CertifiedKey>>,
+    name: &str,
+) -> Option<Arc<CertifiedKey>> {
+    let name = name.trim_end_matches('.');
+    let lower;
+    let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        lower = name.to_ascii_lowercase();
+        &lower
+    } else {
+        name
+    };
+    if let Some(key) = exact.get(name) {
+        return Some(Arc::clone(key));
+    }
+    // `*.example.com` covers exactly one more label: `a.example.com`.
+    let (label, parent) = name.split_once('.')?;
+    if label.is_empty() || parent.is_empty() {
+        return None;
+    }
+    wildcard.get(parent).cloned()
+}
+
+/// The (certificate, key) files of `dir`, in a stable order.
+fn find_pairs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, TlsError> {
+    let read_dir = |path: &Path| {
+        let mut entries = std::fs::read_dir(path)
+            .and_then(|rd| {
+                rd.map(|e| e.map(|e| e.path()))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(|source| TlsError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+        entries.sort();
+        Ok::<_, TlsError>(entries)
+    };
+    let mut pairs = Vec::new();
+    for path in read_dir(dir)? {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        match ext {
+            "crt" | "pem" if path.is_file() => {
+                let key = path.with_extension("key");
+                if key.is_file() {
+                    pairs.push((path, key));
+                }
+            }
+            "key" if path.is_file() => {
+                let has_cert = ["crt", "pem"]
+                    .iter()
+                    .any(|e| path.with_extension(e).is_file());
+                if !has_cert {
+                    return Err(invalid(
+                        &path,
+                        "private key without a certificate (want NAME.crt or NAME.pem beside it)",
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    let live = dir.join("live");
+    if live.is_dir() {
+        for domain in read_dir(&live)? {
+            if !domain.is_dir() {
+                continue; // certbot's live/README
+            }
+            let cert = domain.join("fullchain.pem");
+            let key = domain.join("privkey.pem");
+            for file in [&cert, &key] {
+                if !file.is_file() {
+                    return Err(invalid(
+                        file,
+                        "missing (certbot layout: live/DOMAIN/fullchain.pem + privkey.pem)",
+                    ));
+                }
+            }
+            pairs.push((cert, key));
+        }
+    }
+    Ok(pairs)
+}
+
+fn load_pair(
+    cert_path: &Path,
+    key_path: &Path,
+    provider: &CryptoProvider,
+    now: i64,
+) -> Result<Loaded, TlsError> {
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let cert_pem = read(cert_path)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(cert_path, format!("not a PEM certificate chain: {e}")))?;
+    if chain.is_empty() {
+        return Err(invalid(cert_path, "no CERTIFICATE block"));
+    }
+    let key_pem = read(key_path)?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| invalid(key_path, format!("not a PEM private key: {e}")))?;
+
+    let (names, not_after) = {
+        let (_, leaf) = x509_parser::parse_x509_certificate(&chain[0])
+            .map_err(|e| invalid(cert_path, format!("cannot parse the certificate: {e}")))?;
+        let validity = leaf.validity();
+        if validity.not_after.timestamp() < now {
+            return Err(invalid(
+                cert_path,
+                format!("certificate expired on {}", validity.not_after),
+            ));
+        }
+        if validity.not_before.timestamp() > now {
+            return Err(invalid(
+                cert_path,
+                format!("certificate not valid before {}", validity.not_before),
+            ));
+        }
+        (cert_names(&leaf), validity.not_after.timestamp())
+    };
+    if names.is_empty() {
+        return Err(invalid(
+            cert_path,
+            "the certificate names no DNS host (no subjectAltName DNS entry or common name)",
+        ));
+    }
+    let key = CertifiedKey::from_der(chain, key, provider).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => invalid(
+            key_path,
+            format!(
+                "private key does not match the certificate {}",
+                cert_path.display()
+            ),
+        ),
+        other => invalid(key_path, format!("unusable private key: {other}")),
+    })?;
+    Ok(Loaded {
+        key: Arc::new(key),
+        path: cert_path.to_owned(),
+        names,
+        not_after,
+    })
+}
+
+/// The DNS names a leaf certificate serves, lowercase, without duplicates:
+/// its subjectAltName DNS entries, or else (legacy certificates) the
+/// subject's common names.
+fn cert_names(leaf: &x509_parser::certificate::X509Certificate<'_>) -> Vec<Box<str>> {
+    use x509_parser::extensions::GeneralName;
+    let mut raw: Vec<&str> = Vec::new();
+    if let Ok(Some(san)) = leaf.subject_alternative_name() {
+        for general in &san.value.general_names {
+            if let GeneralName::DNSName(name) = general {
+                raw.push(name);
+            }
+        }
+    }
+    if raw.is_empty() {
+        raw.extend(
+            leaf.subject()
+                .iter_common_name()
+                .filter_map(|cn| cn.as_str().ok()),
+        );
+    }
+    let mut names: Vec<Box<str>> = Vec::with_capacity(raw.len());
+    for name in raw {
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        let host = name.strip_prefix("*.").unwrap_or(&name);
+        if crate::canonical::is_hostname(host.as_bytes()) && !names.iter().any(|n| **n == *name) {
+            names.push(name.into_boxed_str());
+        }
+    }
+    names
+}
+
+/// The crypto provider: ring, with its default cipher suites.
+pub fn provider() -> CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// The SNI resolver of the TLS listener; its store is swapped on reload.
+#[derive(Debug)]
+pub struct Certs {
+    store: ArcSwap<CertStore>,
+}
+
+impl Certs {
+    /// A resolver serving `store`.
+    pub fn new(store: CertStore) -> Self {
+        Self {
+            store: ArcSwap::from_pointee(store),
+        }
+    }
+
+    /// Serves `store` to handshakes from now on.
+    pub fn replace(&self, store: CertStore) {
+        self.store.store(Arc::new(store));
+    }
+
+    /// The store currently served.
+    pub fn current(&self) -> Arc<CertStore> {
+        self.store.load_full()
+    }
+}
+
+impl ResolvesServerCert for Certs {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.store.load().pick(hello.server_name()))
+    }
+}
+
+/// The rustls server settings: TLS 1.2 and 1.3, certificates from `certs`,
+/// ALPN `h2` (when `http2`) and `http/1.1`, session tickets.
+pub fn server_config(certs: Arc<Certs>, http2: bool) -> Result<ServerConfig, TlsError> {
+    let mut config = ServerConfig::builder_with_provider(Arc::new(provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_cert_resolver(certs);
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    config.ticketer = rustls::crypto::ring::Ticketer::new()?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_cover_one_label() {
+        let key = |_: &str| -> Arc<CertifiedKey> {
+            let ck = rcgen::generate_simple_self_signed(vec!["x.test".to_owned()]).expect("cert");
+            let der = PrivateKeyDer::try_from(ck.signing_key.serialize_der()).expect("key");
+            Arc::new(
+                CertifiedKey::from_der(vec![ck.cert.der().clone()], der, &provider())
+                    .expect("pair"),
+            )
+        };
+        let exact = HashMap::from([("a.test".into(), key("a"))]);
+        let wildcard = HashMap::from([("w.test".into(), key("w"))]);
+        assert!(lookup(&exact, &wildcard, "a.test").is_some());
+        assert!(lookup(&exact, &wildcard, "A.Test.").is_some());
+        assert!(lookup(&exact, &wildcard, "x.w.test").is_some());
+        assert!(lookup(&exact, &wildcard, "X.W.TEST").is_some());
+        assert!(lookup(&exact, &wildcard, "w.test").is_none());
+        assert!(lookup(&exact, &wildcard, "y.x.w.test").is_none());
+        assert!(lookup(&exact, &wildcard, ".w.test").is_none());
+        assert!(lookup(&exact, &wildcard, "b.test").is_none());
+    }
+}
