@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, FORWARDED, HOST, TE, TRAILER,
-    TRANSFER_ENCODING, UPGRADE,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, FORWARDED, HOST, TE,
+    TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, Version};
@@ -229,6 +229,7 @@ impl Upstream {
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
             .or_else(|| parts.headers.get(HOST).cloned());
+        join_cookies(&mut parts.headers);
         parts.version = Version::HTTP_11;
 
         let trusted = self
@@ -324,6 +325,27 @@ impl Upstream {
             timeout: self.body_idle_timeout,
         };
         Ok(Response::from_parts(parts, body))
+    }
+}
+
+/// HTTP/2 clients may split `Cookie` into one field per cookie (RFC 9113
+/// §8.2.3), and a sloppy HTTP/1 client may too; an HTTP/1.1 upstream gets
+/// them as one field joined by `; ` (RFC 6265 §5.4), or PHP would see only
+/// the last.
+fn join_cookies(headers: &mut HeaderMap) {
+    let mut cookies = headers.get_all(COOKIE).iter();
+    let (Some(first), Some(_)) = (cookies.next(), cookies.next()) else {
+        return;
+    };
+    let mut joined = Vec::with_capacity(first.len() * 4);
+    for (i, value) in headers.get_all(COOKIE).iter().enumerate() {
+        if i > 0 {
+            joined.extend_from_slice(b"; ");
+        }
+        joined.extend_from_slice(value.as_bytes());
+    }
+    if let Ok(value) = HeaderValue::from_bytes(&joined) {
+        headers.insert(COOKIE, value);
     }
 }
 

@@ -6,13 +6,14 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use support::process::{self, free_addr, Running};
 use support::{get, Upstream, FIREFOX};
 
-const BIN: &str = env!("CARGO_BIN_EXE_crawlgate");
+const BIN: &str = process::BIN;
 
 fn run(args: &[&str]) -> Output {
     Command::new(BIN)
@@ -36,6 +37,8 @@ fn help_documents_every_flag_and_subcommand() {
         "--config",
         "--sitemap-dir",
         "--rules",
+        "--tls-listen",
+        "--certs",
         "demo",
         "classify",
         "check-config",
@@ -159,40 +162,8 @@ fn classify_uses_a_rules_folder_when_given() {
     );
 }
 
-/// Kills the child when dropped, so a failing test leaves nothing behind.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the binary and waits until `addr` accepts connections.
 fn start_proxy(args: &[&str], addr: SocketAddr) -> Running {
-    let child = Command::new(BIN)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let running = Running(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "crawlgate did not start on {addr}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    running
-}
-
-fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
+    process::start(args, addr, Stdio::null())
 }
 
 fn status_kib(pid: u32, field: &str) -> u64 {
@@ -216,24 +187,9 @@ fn sigterm_stops_the_proxy_with_exit_code_0() {
         ],
         addr,
     );
-    let pid = proxy.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill")
-        .success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(status) = proxy.0.try_wait().expect("wait") {
-            assert_eq!(status.code(), Some(0));
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running 10 s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    proxy.signal("TERM");
+    let status = proxy.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
 }
 
 /// Streams 256 MiB down and 256 MiB up through the real binary and checks

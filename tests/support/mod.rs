@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod process;
+pub mod tls;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -65,6 +67,11 @@ pub struct Upstream {
 
 impl Upstream {
     pub async fn start() -> Self {
+        Self::start_with_tls(None).await
+    }
+
+    /// An upstream that speaks HTTPS with `acceptor`'s certificate.
+    pub async fn start_with_tls(acceptor: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind upstream");
@@ -80,7 +87,22 @@ impl Upstream {
                 conns2.fetch_add(1, Ordering::SeqCst);
                 let seen = Arc::clone(&seen2);
                 let service = service_fn(move |req| upstream_handler(req, Arc::clone(&seen)));
-                tokio::spawn(http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        None => {
+                            let io = TokioIo::new(stream);
+                            let _ = http1::Builder::new().serve_connection(io, service).await;
+                        }
+                        Some(acceptor) => {
+                            let Ok(tls) = acceptor.accept(stream).await else {
+                                return;
+                            };
+                            let io = TokioIo::new(tls);
+                            let _ = http1::Builder::new().serve_connection(io, service).await;
+                        }
+                    }
+                });
             }
         });
         Self {
@@ -230,6 +252,8 @@ impl hyper::body::Body for Chunks {
 /// A crawlgate served in-process on 127.0.0.1:0.
 pub struct Proxy {
     pub addr: SocketAddr,
+    /// The HTTPS listener, when started with [`Proxy::start_tls`].
+    pub tls_addr: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -265,6 +289,47 @@ impl Proxy {
         ));
         Self {
             addr,
+            tls_addr: None,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// Starts crawlgate with a plain and an HTTPS listener, both on port 0;
+    /// the config sees the bound addresses. `overrides.certs_dir` must be
+    /// set.
+    pub async fn start_tls(toml: &str, mut overrides: Overrides) -> Self {
+        let plain = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr = plain.local_addr().expect("addr");
+        let tls_addr = tls.local_addr().expect("addr");
+        overrides.listen = Some(addr.to_string());
+        overrides.tls_listen = Some(tls_addr.to_string());
+        let raw = RawConfig::parse(toml).expect("test config parses");
+        let config = Config::from_raw(raw, &overrides).expect("test config is valid");
+        let shared = Arc::new(ArcSwap::from_pointee(
+            Shared::new(&config).expect("rules load"),
+        ));
+        let tls_config = config.tls.as_ref().expect("TLS configured");
+        let store = crawlgate::tls::CertStore::load(
+            &tls_config.certs_dir,
+            tls_config.default_name.as_deref(),
+        )
+        .expect("certificates load");
+        let certs = Arc::new(crawlgate::tls::Certs::new(store));
+        let server = crawlgate::tls::server_config(certs, tls_config.http2).expect("TLS settings");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let listeners = Listeners {
+            plain,
+            tls: Some((tls, acceptor)),
+        };
+        let task = tokio::spawn(crawlgate::server::serve(listeners, shared, async {
+            let _ = stopped.await;
+        }));
+        Self {
+            addr,
+            tls_addr: Some(tls_addr),
             stop: Some(stop),
             task: Some(task),
         }

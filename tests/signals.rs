@@ -1,0 +1,289 @@
+//! The real binary under real signals: SIGHUP reloads config, rules and
+//! certificates while a download streams on; a bad reload keeps the old
+//! state; SIGTERM drains in-flight requests, refuses new connections and
+//! exits 0; a second SIGTERM exits at once.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use support::process::{self, free_addr, Running};
+use support::tls::{self as t, Ca};
+use support::{get, Upstream, FIREFOX};
+
+/// A robot only the reloaded rules know.
+const FETCHER: &str = "FancyFetcher/3.1";
+
+fn write_config(
+    path: &Path,
+    listen: SocketAddr,
+    tls: SocketAddr,
+    upstream: &str,
+    rules: &Path,
+    certs: &Path,
+) {
+    let text = format!(
+        "listen = \"{listen}\"\nupstream = \"{upstream}\"\nrules_dir = {rules:?}\n\
+         [proxy]\nshutdown_grace = \"20s\"\n\
+         [tls]\nlisten = \"{tls}\"\ncerts = {certs:?}\n",
+        rules = rules.display().to_string(),
+        certs = certs.display().to_string(),
+    );
+    std::fs::write(path, text).expect("write config");
+}
+
+/// Opens a download of `size` bytes and reads its first `first` bytes;
+/// the rest stays in flight.
+async fn start_download(addr: SocketAddr, size: u64, first: u64) -> (Incoming, Sha256, u64) {
+    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    let req = http::Request::get(format!("/download?bytes={size}"))
+        .header("host", "example.test")
+        .header("user-agent", FIREFOX)
+        .body(http_body_util::Empty::<Bytes>::new())
+        .expect("request");
+    let res = sender.send_request(req).await.expect("response");
+    assert_eq!(res.status(), 200);
+    let mut body = res.into_body();
+    let mut hasher = Sha256::new();
+    let mut seen = 0u64;
+    while seen < first {
+        let frame = body.frame().await.expect("more body").expect("frame");
+        if let Ok(data) = frame.into_data() {
+            seen += data.len() as u64;
+            hasher.update(&data);
+        }
+    }
+    (body, hasher, seen)
+}
+
+/// Reads the rest of a download; the total and the digest.
+async fn finish_download(mut body: Incoming, mut hasher: Sha256, mut seen: u64) -> (u64, String) {
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        if let Ok(data) = frame.into_data() {
+            seen += data.len() as u64;
+            hasher.update(&data);
+        }
+    }
+    (seen, support::hex(&hasher.finalize()))
+}
+
+/// What the upstream was told about `ua`: `X-Crawler` of its latest request.
+async fn class_of(addr: SocketAddr, upstream: &Upstream, ua: &str) -> String {
+    let res = get(addr, "example.test", "/who", Some(ua)).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    let seen = upstream.requests();
+    let last = seen
+        .iter()
+        .rev()
+        .find(|r| r.uri == "/who")
+        .expect("reached");
+    last.header("x-crawler").unwrap_or("?").to_owned()
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_rules_and_certificates_while_a_download_streams() {
+    const SIZE: u64 = 64 * 1024 * 1024;
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir_all(&rules).expect("mkdir");
+    std::fs::create_dir_all(&certs).expect("mkdir");
+    std::fs::write(rules.join("search.txt"), "Googlebot\n").expect("rules");
+    let ca = Ca::new();
+    let first_cert = ca.leaf(&["example.test"]);
+    t::write_flat(&certs, "example.test.crt", &first_cert);
+    let (addr, tls_addr) = (free_addr(), free_addr());
+    let config = dir.path().join("crawlgate.toml");
+    write_config(&config, addr, tls_addr, &upstream.url(), &rules, &certs);
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let proxy = process::start(
+        &["--config", config.to_str().expect("utf-8 path")],
+        addr,
+        Stdio::from(log.reopen().expect("log")),
+    );
+    process::wait_listening(tls_addr);
+
+    assert_eq!(class_of(addr, &upstream, FETCHER).await, "0");
+    // A TLS connection opened before the reload, kept alive across it.
+    let stream = t::handshake(
+        tls_addr,
+        t::client_config(ca.roots(), &[b"http/1.1"]),
+        Some("example.test"),
+    )
+    .await
+    .expect("handshake");
+    assert_eq!(t::presented(&stream), first_cert.der);
+    let mut old_tls = t::Client::connect(stream).await;
+    let (body, hasher, seen) = start_download(addr, SIZE, 1024 * 1024).await;
+
+    // New rules and a renewed certificate, then SIGHUP.
+    std::fs::write(rules.join("search.txt"), "Googlebot\nFancyFetcher\n").expect("rules");
+    let renewed = ca.leaf(&["example.test"]);
+    t::write_flat(&certs, "example.test.crt", &renewed);
+    proxy.signal("HUP");
+    wait_for("the new rules", async || {
+        class_of(addr, &upstream, FETCHER).await == "1"
+    })
+    .await;
+
+    let stream = t::handshake(
+        tls_addr,
+        t::client_config(ca.roots(), &[b"h2"]),
+        Some("example.test"),
+    )
+    .await
+    .expect("handshake after reload");
+    assert_eq!(
+        t::presented(&stream),
+        renewed.der,
+        "the renewed certificate"
+    );
+    let page = t::Client::connect(stream)
+        .await
+        .send(tls_get(tls_addr, "/after"))
+        .await;
+    assert_eq!(page.status, 200);
+    let page = old_tls.send(tls_get(tls_addr, "/old-connection")).await;
+    assert_eq!(
+        page.status, 200,
+        "the connection from before the reload still serves"
+    );
+
+    // An invalid config is refused; the running state keeps serving.
+    std::fs::write(&config, "listen = [not toml").expect("break config");
+    proxy.signal("HUP");
+    wait_for("the reload error in the log", async || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("reload failed"))
+    })
+    .await;
+    assert_eq!(
+        class_of(addr, &upstream, FETCHER).await,
+        "1",
+        "old state kept"
+    );
+
+    // A changed listen address is reported as needing a restart.
+    write_config(
+        &config,
+        free_addr(),
+        tls_addr,
+        &upstream.url(),
+        &rules,
+        &certs,
+    );
+    proxy.signal("HUP");
+    wait_for("the restart notice", async || {
+        std::fs::read_to_string(log.path()).is_ok_and(|l| l.contains("needs a restart"))
+    })
+    .await;
+    assert_eq!(
+        get(addr, "example.test", "/", Some(FIREFOX)).await.status,
+        200
+    );
+
+    // The download started before the first reload completes intact.
+    let (total, digest) = finish_download(body, hasher, seen).await;
+    assert_eq!(total, SIZE);
+    assert_eq!(digest, support::pattern_sha256(SIZE));
+    let log = std::fs::read_to_string(log.path()).expect("log");
+    assert!(log.contains("listen"), "{log}");
+    drop(proxy);
+}
+
+fn tls_get(addr: SocketAddr, path: &str) -> http::Request<http_body_util::Full<Bytes>> {
+    http::Request::get(format!("https://example.test:{}{path}", addr.port()))
+        .header("user-agent", FIREFOX)
+        .body(http_body_util::Full::new(Bytes::new()))
+        .expect("request")
+}
+
+fn plain_proxy(upstream: &Upstream, grace: &str) -> (Running, SocketAddr, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    let addr = free_addr();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"{addr}\"\nupstream = \"{}\"\n[proxy]\nshutdown_grace = \"{grace}\"\n",
+            upstream.url()
+        ),
+    )
+    .expect("config");
+    let proxy = process::start(
+        &["--config", config.to_str().expect("utf-8 path")],
+        addr,
+        Stdio::null(),
+    );
+    (proxy, addr, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_in_flight_requests_and_refuses_new_connections() {
+    const SIZE: u64 = 32 * 1024 * 1024;
+    let upstream = Upstream::start().await;
+    let (mut proxy, addr, _dir) = plain_proxy(&upstream, "20s");
+    let (body, hasher, seen) = start_download(addr, SIZE, 1024 * 1024).await;
+
+    let stopped_at = Instant::now();
+    proxy.signal("TERM");
+    wait_for("new connections to be refused", async || {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    let (total, digest) = finish_download(body, hasher, seen).await;
+    assert_eq!(total, SIZE, "the in-flight download completed");
+    assert_eq!(digest, support::pattern_sha256(SIZE));
+    let status = tokio::task::spawn_blocking(move || proxy.wait_exit(Duration::from_secs(20)))
+        .await
+        .expect("join");
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(20),
+        "within the grace period"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_exits_at_once() {
+    const SIZE: u64 = 256 * 1024 * 1024;
+    let upstream = Upstream::start().await;
+    let (mut proxy, addr, _dir) = plain_proxy(&upstream, "60s");
+    let (body, hasher, seen) = start_download(addr, SIZE, 1024 * 1024).await;
+    proxy.signal("TERM");
+    wait_for("new connections to be refused", async || {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    let second = Instant::now();
+    proxy.signal("TERM");
+    let status = tokio::task::spawn_blocking(move || proxy.wait_exit(Duration::from_secs(5)))
+        .await
+        .expect("join");
+    assert!(second.elapsed() < Duration::from_secs(5));
+    assert_eq!(status.code(), Some(130));
+    // The download was cut, and the client can tell: not all bytes came.
+    let (total, _) = finish_download(body, hasher, seen).await;
+    assert!(total < SIZE, "a cut download is not passed off as complete");
+}

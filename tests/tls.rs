@@ -1,0 +1,475 @@
+//! HTTPS: certificates chosen by SNI over real handshakes, bad certificate
+//! folders refused at start-up, HTTP/2 and HTTP/1.1 answered alike, the
+//! HTTP → HTTPS redirect in the canonical hop, HSTS, and an HTTPS upstream.
+
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use crawlgate::config::Overrides;
+use crawlgate::tls::{CertStore, TlsError};
+use http::Request;
+use http_body_util::Full;
+use rustls_pki_types::pem::PemObject;
+use support::tls::{self as t, Ca, Client};
+use support::{Proxy, Upstream};
+
+const BOT: &str = "Googlebot/2.1 (+http://www.google.com/bot.html)";
+const BROWSER: &str =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36";
+
+/// a.test (flat .crt), b.test (certbot layout), *.wild.test (flat .pem),
+/// plus a lego-style issuer file that must be skipped.
+fn three_domains(ca: &Ca, dir: &std::path::Path) -> [t::Leaf; 3] {
+    let a = ca.leaf(&["a.test"]);
+    let b = ca.leaf(&["b.test", "www.b.test"]);
+    let w = ca.leaf(&["*.wild.test"]);
+    t::write_flat(dir, "a.test.crt", &a);
+    t::write_certbot(dir, "b.test", &b);
+    t::write_flat(dir, "wild.pem", &w);
+    std::fs::write(dir.join("a.test.issuer.crt"), &ca.pem).expect("issuer file");
+    [a, b, w]
+}
+
+#[tokio::test]
+async fn sni_chooses_the_certificate_from_either_layout() {
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let [a, b, w] = three_domains(&ca, dir.path());
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_tls(
+        "[tls]\ndefault_name = \"b.test\"",
+        Overrides {
+            upstream: Some(upstream.url()),
+            certs_dir: Some(dir.path().to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let addr = proxy.tls_addr.expect("TLS listener");
+
+    // Verified against the CA: the chain is complete and the name matches.
+    for (sni, want) in [
+        ("a.test", &a),
+        ("b.test", &b),
+        ("www.b.test", &b),
+        ("x.wild.test", &w),
+        ("X.Wild.Test", &w),
+    ] {
+        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
+        let stream = t::handshake(addr, config, Some(sni))
+            .await
+            .unwrap_or_else(|e| panic!("handshake for {sni}: {e}"));
+        assert_eq!(t::presented(&stream), want.der, "certificate for {sni}");
+    }
+    // No SNI, an unknown name, and a name two labels under the wildcard get
+    // the default (b.test), which a verifying client then refuses.
+    for sni in [None, Some("unknown.test"), Some("y.x.wild.test")] {
+        let stream = t::handshake(addr, t::client_config_any(&[]), sni)
+            .await
+            .expect("handshake");
+        assert_eq!(t::presented(&stream), b.der, "default for {sni:?}");
+    }
+    let refused = t::handshake(
+        addr,
+        t::client_config(ca.roots(), &[]),
+        Some("unknown.test"),
+    )
+    .await;
+    assert!(refused.is_err(), "the default does not name unknown.test");
+    proxy.stop().await;
+}
+
+#[test]
+fn bad_certificate_folders_name_the_file() {
+    let ca = Ca::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let check = |setup: &dyn Fn(&std::path::Path), want_file: &str, want: &str| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        setup(dir.path());
+        let err = CertStore::load(dir.path(), None).expect_err(want);
+        let text = err.to_string();
+        assert!(
+            text.contains(want_file) && text.contains(want),
+            "{text:?} should name {want_file} and say {want:?}"
+        );
+        assert!(!text.contains('\n'), "one line: {text:?}");
+    };
+    check(
+        &|d| {
+            t::write_flat(
+                d,
+                "old.crt",
+                &ca.leaf_valid(&["old.test"], now - 900_000, now - 3600),
+            )
+        },
+        "old.crt",
+        "expired",
+    );
+    check(
+        &|d| {
+            t::write_flat(
+                d,
+                "new.crt",
+                &ca.leaf_valid(&["new.test"], now + 3600, now + 900_000),
+            )
+        },
+        "new.crt",
+        "not valid before",
+    );
+    check(
+        &|d| {
+            let one = ca.leaf(&["one.test"]);
+            let two = ca.leaf(&["two.test"]);
+            std::fs::write(d.join("one.crt"), &one.chain_pem).expect("write");
+            std::fs::write(d.join("one.key"), &two.key_pem).expect("write");
+        },
+        "one.key",
+        "does not match",
+    );
+    check(
+        &|d| std::fs::write(d.join("lonely.key"), ca.leaf(&["l.test"]).key_pem).expect("write"),
+        "lonely.key",
+        "without a certificate",
+    );
+    check(
+        &|d| {
+            std::fs::write(d.join("junk.crt"), "not pem at all").expect("write");
+            std::fs::write(d.join("junk.key"), ca.leaf(&["j.test"]).key_pem).expect("write");
+        },
+        "junk.crt",
+        "no CERTIFICATE",
+    );
+    check(
+        &|d| {
+            let leaf = ca.leaf(&["k.test"]);
+            std::fs::write(d.join("k.crt"), &leaf.chain_pem).expect("write");
+            std::fs::write(
+                d.join("k.key"),
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            )
+            .expect("write");
+        },
+        "k.key",
+        "private key",
+    );
+    check(
+        &|d| {
+            let live = d.join("live/c.test");
+            std::fs::create_dir_all(&live).expect("mkdir");
+            std::fs::write(live.join("fullchain.pem"), ca.leaf(&["c.test"]).chain_pem)
+                .expect("write");
+        },
+        "privkey.pem",
+        "missing",
+    );
+    check(&|_| {}, "", "no certificate found");
+
+    // A default name that no certificate serves.
+    let dir = tempfile::tempdir().expect("tempdir");
+    t::write_flat(dir.path(), "a.crt", &ca.leaf(&["a.test"]));
+    let err = CertStore::load(dir.path(), Some("z.test")).expect_err("no such default");
+    assert!(matches!(err, TlsError::NoDefault { .. }), "{err}");
+}
+
+#[test]
+fn the_binary_refuses_to_start_with_a_bad_certificate() {
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    t::write_flat(
+        dir.path(),
+        "expired.crt",
+        &ca.leaf_valid(&["e.test"], now - 900_000, now - 60),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-listen",
+            "127.0.0.1:0",
+            "--certs",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run crawlgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "stderr: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("expired.crt") && stderr.contains("expired on"),
+        "{stderr}"
+    );
+}
+
+fn get(uri: &str, ua: &str) -> Request<Full<Bytes>> {
+    Request::get(uri)
+        .header("user-agent", ua)
+        .body(Full::new(Bytes::new()))
+        .expect("request")
+}
+
+#[tokio::test]
+async fn http2_and_http1_get_the_same_answers() {
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    t::write_flat(
+        dir.path(),
+        "site.crt",
+        &ca.leaf(&["example.test", "www.example.test"]),
+    );
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_tls(
+        "",
+        Overrides {
+            upstream: Some(upstream.url()),
+            certs_dir: Some(dir.path().to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let addr = proxy.tls_addr.expect("TLS listener");
+    let port = addr.port();
+
+    let mut answers = Vec::new();
+    for (alpn, want_version) in [
+        (&b"h2"[..], http::Version::HTTP_2),
+        (&b"http/1.1"[..], http::Version::HTTP_11),
+    ] {
+        let config = t::client_config(ca.roots(), &[alpn]);
+        let stream = t::handshake(addr, config, Some("example.test"))
+            .await
+            .expect("handshake");
+        let mut client = Client::connect(stream).await;
+        let base = format!("https://example.test:{port}");
+        let www = format!("https://www.example.test:{port}");
+        let mut seen = Vec::new();
+        for req in [
+            get(&format!("{base}/page?do=delete"), BOT),
+            get(&format!("{base}/page?do=delete"), BROWSER),
+            get(&format!("{www}/www/a?b=1"), BROWSER),
+            get(&format!("{base}/robots.txt"), BOT),
+            Request::get(format!("{base}/hello?x=1"))
+                .header("user-agent", BROWSER)
+                .header("cookie", "a=1")
+                .header("cookie", "b=2")
+                .body(Full::new(Bytes::new()))
+                .expect("request"),
+            Request::post(format!("{base}/upload"))
+                .header("user-agent", BROWSER)
+                .body(Full::new(Bytes::from(vec![7u8; 100_000])))
+                .expect("request"),
+        ] {
+            let got = client.send(req).await;
+            assert_eq!(got.version, want_version);
+            seen.push((
+                got.status,
+                got.header("location").map(str::to_owned),
+                got.header("content-type").map(str::to_owned),
+                got.body.clone(),
+            ));
+        }
+        answers.push(seen);
+    }
+    assert_eq!(answers[0], answers[1], "h2 and HTTP/1.1 answered alike");
+    let statuses: Vec<u16> = answers[0].iter().map(|a| a.0).collect();
+    assert_eq!(statuses, [403, 200, 301, 200, 200, 200]);
+    assert_eq!(
+        answers[0][2].1.as_deref(),
+        Some(format!("https://example.test:{port}/a?b=1").as_str()),
+        "the redirect keeps https and the authority's port"
+    );
+    let robots = String::from_utf8_lossy(&answers[0][3].3);
+    assert!(robots.contains("Disallow: /*?do="), "{robots}");
+
+    // What the upstream saw from each protocol: HTTP/1.1 with the client's
+    // authority as Host, X-Forwarded-Proto https, and the body intact.
+    let seen = upstream.requests();
+    let hello: Vec<_> = seen.iter().filter(|r| r.uri == "/hello?x=1").collect();
+    assert_eq!(hello.len(), 2);
+    for r in hello {
+        assert_eq!(
+            r.header("host"),
+            Some(format!("example.test:{port}").as_str())
+        );
+        assert_eq!(r.header("x-forwarded-proto"), Some("https"));
+        assert_eq!(r.header("x-crawler"), Some("0"));
+        assert_eq!(r.all("cookie").join(" | "), "a=1; b=2", "one Cookie field");
+    }
+    let uploads: Vec<_> = seen.iter().filter(|r| r.uri == "/upload").collect();
+    assert_eq!(uploads.len(), 2);
+    assert!(uploads.iter().all(|r| r.body_len == 100_000));
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.uri.contains("do=delete") && r.header("x-crawler") == Some("1")),
+        "the bot's action URL never reached the site"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn http_goes_to_https_in_one_hop_with_hsts_on_https() {
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    t::write_flat(dir.path(), "site.crt", &ca.leaf(&["example.test"]));
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_tls(
+        "[tls]\nredirect_http = true\nhsts = \"max-age=31536000\"",
+        Overrides {
+            upstream: Some(upstream.url()),
+            certs_dir: Some(dir.path().to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let port = proxy.tls_addr.expect("TLS").port();
+
+    let res = support::send_raw(
+        proxy.addr,
+        b"GET /www/a?b=1 HTTP/1.1\r\nHost: www.example.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 301);
+    assert_eq!(
+        res.header("location"),
+        Some(format!("https://example.test:{port}/a?b=1").as_str())
+    );
+    assert_eq!(res.header("strict-transport-security"), None, "not on http");
+    // A POST keeps its method: 308.
+    let res = support::send_raw(
+        proxy.addr,
+        b"POST /form HTTP/1.1\r\nHost: example.test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 308);
+    // ACME HTTP-01 challenges stay on plain HTTP and reach the site.
+    let res = support::send_raw(
+        proxy.addr,
+        b"GET /.well-known/acme-challenge/tok HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 200);
+    assert!(upstream
+        .requests()
+        .iter()
+        .any(|r| r.uri == "/.well-known/acme-challenge/tok"));
+
+    let config = t::client_config(ca.roots(), &[b"h2"]);
+    let stream = t::handshake(proxy.tls_addr.expect("TLS"), config, Some("example.test"))
+        .await
+        .expect("handshake");
+    let mut client = Client::connect(stream).await;
+    let base = format!("https://example.test:{port}");
+    for (path, status) in [("/page", 200), ("/robots.txt", 200), ("/www/x", 301)] {
+        let got = client.send(get(&format!("{base}{path}"), BROWSER)).await;
+        assert_eq!(got.status, status, "{path}");
+        assert_eq!(
+            got.header("strict-transport-security"),
+            Some("max-age=31536000"),
+            "{path}"
+        );
+    }
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn an_https_upstream_is_verified() {
+    let ca = Ca::new();
+    let origin_leaf = ca.leaf(&["origin.test"]);
+    let origin_tls = {
+        let chain =
+            rustls_pki_types::CertificateDer::pem_slice_iter(origin_leaf.chain_pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .expect("chain");
+        let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(origin_leaf.key_pem.as_bytes())
+            .expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server config");
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    };
+    let upstream = Upstream::start_with_tls(Some(origin_tls)).await;
+    let ca_dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = ca_dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.pem).expect("write CA");
+    let url = format!("https://{}", upstream.addr);
+
+    // With the CA and the origin's name: forwarded over TLS.
+    let toml = format!(
+        "[proxy]\nupstream_ca = {:?}\nupstream_sni = \"origin.test\"",
+        ca_file.display().to_string()
+    );
+    let proxy = Proxy::start(&toml, &url).await;
+    let res = support::send_raw(
+        proxy.addr,
+        b"GET /over-tls HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert_eq!(res.text(), "upstream saw GET /over-tls");
+    proxy.stop().await;
+
+    // Without the SNI override the certificate does not name the IP: 502,
+    // and nothing reached the origin.
+    let toml = format!("[proxy]\nupstream_ca = {:?}", ca_file.display().to_string());
+    let proxy = Proxy::start(&toml, &url).await;
+    let res = support::send_raw(
+        proxy.addr,
+        b"GET /unverified HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 502);
+    assert!(!upstream.requests().iter().any(|r| r.uri == "/unverified"));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn h2c_prior_knowledge_only_when_enabled() {
+    let upstream = Upstream::start().await;
+    for (toml, enabled) in [("", false), ("[proxy]\nh2c = true", true)] {
+        let proxy = Proxy::start(toml, &upstream.url()).await;
+        let tcp = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        let handshake = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await;
+        let answered = match handshake {
+            Ok((mut send, conn)) => {
+                tokio::spawn(conn);
+                let req = Request::get(format!("http://example.test/h2c-{enabled}"))
+                    .header("user-agent", BROWSER)
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                match send.send_request(req).await {
+                    Ok(res) => res.status() == 200,
+                    Err(_) => false,
+                }
+            }
+            Err(_) => false,
+        };
+        assert_eq!(answered, enabled, "h2c with {toml:?}");
+        let reached = upstream
+            .requests()
+            .iter()
+            .any(|r| r.uri == format!("/h2c-{enabled}"));
+        assert_eq!(reached, enabled);
+        proxy.stop().await;
+    }
+}
