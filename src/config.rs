@@ -569,7 +569,8 @@ impl Config {
         })
     }
 
-    /// The settings that only a restart can change, if they differ between
+    /// The settings that only a restart can change (the sockets bound, the
+    /// TLS listener's ALPN, the connection cap), if they differ between
     /// `self` and `new`: (key, old value, new value).
     pub fn restart_needed(&self, new: &Config) -> Vec<(&'static str, String, String)> {
         let mut changed = Vec::new();
@@ -580,6 +581,13 @@ impl Config {
         if tls_listen(self) != tls_listen(new) {
             let show = |v: Option<String>| v.unwrap_or_else(|| "none".to_owned());
             changed.push(("tls.listen", show(tls_listen(self)), show(tls_listen(new))));
+        }
+        if self.limits.max_connections != new.limits.max_connections {
+            changed.push((
+                "limits.max_connections",
+                self.limits.max_connections.to_string(),
+                new.limits.max_connections.to_string(),
+            ));
         }
         let http2 = |c: &Config| c.tls.as_ref().map(|t| t.http2);
         if http2(self) != http2(new) {
@@ -883,6 +891,31 @@ mod tests {
         let c = Config::from_raw(raw, &o).expect("valid");
         assert_eq!(c.listen.port(), 2);
         assert_eq!(c.upstream.authority.as_str(), "b:2");
+    }
+
+    #[test]
+    fn restart_needed_names_what_a_reload_cannot_change() {
+        let old = load("listen = \"127.0.0.1:1\"\n[tls]\nlisten = \"127.0.0.1:2\"").expect("valid");
+        let same = load(
+            "listen = \"127.0.0.1:1\"\n[tls]\nlisten = \"127.0.0.1:2\"\n[redirect]\nwww = \"off\"",
+        )
+        .expect("valid");
+        assert!(old.restart_needed(&same).is_empty());
+        let moved = load("listen = \"127.0.0.1:3\"\n[limits]\nmax_connections = 5").expect("valid");
+        let keys: Vec<_> = old
+            .restart_needed(&moved)
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "listen",
+                "tls.listen",
+                "limits.max_connections",
+                "tls.http2"
+            ]
+        );
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //!
 //! # Life of a request
 //!
-//! 1. [`server::serve`] accepts a connection and runs hyper's HTTP/1 server
-//!    on it with [`service::handle`] as the service.
+//! 1. [`server::serve`] accepts a connection (plain, or TLS with the
+//!    certificate [`tls`] picks by SNI) and runs hyper's HTTP/1 or HTTP/2
+//!    server on it with [`service::handle`] as the service, reading the
+//!    current state from the [`live`] cell that a reload swaps.
 //! 2. `handle` borrows the request's method, authority, path, query and
 //!    User-Agent into [`policy::Facts`] and calls [`policy::decide`], a pure
 //!    function: [`classify`] the User-Agent, block a bot's action URL
@@ -23,6 +25,8 @@
 //!   decision, with no I/O (robots checks one file's existence).
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
+//! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
+//!   running state and its reload (SIGHUP).
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 
 pub mod canonical;

@@ -130,11 +130,13 @@ impl Live {
             live.replace(store);
         }
         self.shared.store(Arc::new(shared));
-        // Keep the addresses actually bound; take everything else.
+        // Keep what only a restart can change; take everything else.
         let listen = running.listen;
+        let max_connections = running.limits.max_connections;
         let old_tls = running.tls.take();
         *running = config;
         running.listen = listen;
+        running.limits.max_connections = max_connections;
         running.tls = match (old_tls, running.tls.take()) {
             (Some(old), Some(mut new)) => {
                 new.listen = old.listen;

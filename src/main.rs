@@ -271,7 +271,12 @@ async fn signals(live: Arc<Live>, stop: tokio::sync::oneshot::Sender<()>) {
         tokio::select! {
             _ = term.recv() => break,
             _ = int.recv() => break,
-            _ = hup.recv() => reload(&live),
+            _ = hup.recv() => {
+                // Reading files and compiling the rules blocks: off the
+                // request threads.
+                let live = Arc::clone(&live);
+                let _ = tokio::task::spawn_blocking(move || reload(&live)).await;
+            }
         }
     }
     tracing::info!("shutdown signal received; a second one exits at once");

@@ -202,6 +202,7 @@ fn the_binary_refuses_to_start_with_a_bad_certificate() {
         .output()
         .expect("run crawlgate");
     let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stderr}");
     assert_eq!(out.status.code(), Some(64), "stderr: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert!(
