@@ -152,6 +152,8 @@ pub struct RawProxy {
     pub shutdown_grace: Option<String>,
     /// Accept HTTP/2 with prior knowledge (h2c) on the plain port.
     pub h2c: Option<bool>,
+    /// Close an HTTP/2 connection without open streams after this long.
+    pub http2_idle_timeout: Option<String>,
     /// PEM file of CA certificates for an https:// upstream (instead of
     /// the system's).
     pub upstream_ca: Option<PathBuf>,
@@ -313,6 +315,8 @@ pub struct ProxyConfig {
     pub shutdown_grace: Duration,
     /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
     pub h2c: bool,
+    /// Close an HTTP/2 connection without open streams after this long.
+    pub http2_idle_timeout: Duration,
 }
 
 /// Canonical redirect settings.
@@ -367,6 +371,7 @@ impl Config {
             header_read_timeout,
             shutdown_grace,
             h2c,
+            http2_idle_timeout,
             upstream_ca,
             upstream_sni,
         } = proxy;
@@ -480,6 +485,7 @@ impl Config {
             header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
             shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
             h2c: h2c.unwrap_or(false),
+            http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
         };
         let (tls, https_redirect) = tls_config(tls, overrides)?;
 
@@ -951,6 +957,7 @@ mod tests {
             "[log]",
             "access",
             "h2c",
+            "http2_idle_timeout",
             "upstream_ca",
             "upstream_sni",
             "[tls]",

@@ -6,18 +6,25 @@
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
 //! `h2` or `http/1.1`.
 //!
-//! Every connection runs under a [`GracefulShutdown`] watcher, with a
-//! header-read timeout (also the TLS handshake's), a cap on the head size
+//! Every connection has a header-read timeout (also the TLS handshake's and
+//! the HTTP/1 keep-alive idle time), an idle timeout when it speaks HTTP/2
+//! (no open stream for `proxy.http2_idle_timeout`), a cap on the head size
 //! and header count (431 past them, from hyper), and one cap on concurrent
 //! connections across both listeners. The request-path state is read from
 //! the [`Live`] cell per request, so a reload reaches the next request
-//! while in-flight ones finish with the state they started with. On
-//! shutdown the listeners are dropped first (new connections are refused),
-//! in-flight requests get the grace period, and then the rest is cut.
+//! while in-flight ones finish with the state they started with.
+//!
+//! Shutdown: the listeners are dropped first (new connections are
+//! refused), every connection is told to drain (finish its requests in
+//! flight, take no new ones: HTTP/1 closes after the current response,
+//! HTTP/2 sends GOAWAY), and when the grace period is over the rest are
+//! closed.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,10 +32,11 @@ use arc_swap::ArcSwap;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::service::{self, Shared};
@@ -64,16 +72,15 @@ pub async fn serve(
     live: Arc<Live>,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let graceful = GracefulShutdown::new();
+    let max_connections = live.load().limits.max_connections;
     // One permit per open connection; when none is left, stop accepting and
-    // let the kernel's backlog hold newcomers.
-    let permits = Arc::new(Semaphore::new(live.load().limits.max_connections));
-    let (stop_tx, stop_rx) = watch::channel(false);
+    // let the kernel's backlog hold newcomers. All permits back = drained.
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let (phase_tx, phase_rx) = watch::channel(Phase::Serve);
     let ctx = AcceptCtx {
         live: &live,
-        graceful: &graceful,
         permits: &permits,
-        stop: stop_rx,
+        phase: phase_rx,
     };
 
     let plain = accept_loop(listeners.plain, None, ctx.clone());
@@ -84,25 +91,42 @@ pub async fn serve(
     };
     let stop = async {
         shutdown.await;
-        let _ = stop_tx.send(true);
+        let _ = phase_tx.send(Phase::Drain);
     };
     tokio::join!(plain, tls, stop);
+    drop(ctx);
 
     let grace = live.load().shutdown_grace;
+    let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
     tracing::info!(grace = ?grace, "shutting down: draining connections");
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("all connections drained"),
-        () = tokio::time::sleep(grace) => tracing::warn!("grace period over; closing remaining connections"),
+        _ = permits.acquire_many(all) => tracing::info!("all connections drained"),
+        () = tokio::time::sleep(grace) => {
+            tracing::warn!("grace period over; closing remaining connections");
+            let _ = phase_tx.send(Phase::Close);
+            // Closing is immediate; wait a moment for the tasks to notice.
+            let _ = tokio::time::timeout(Duration::from_secs(1), permits.acquire_many(all)).await;
+        }
     }
     Ok(())
+}
+
+/// What the accept side tells every connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Serve requests.
+    Serve,
+    /// Finish the requests in flight, take no new ones, then close.
+    Drain,
+    /// Close now (the grace period is over).
+    Close,
 }
 
 #[derive(Clone)]
 struct AcceptCtx<'a> {
     live: &'a Arc<Live>,
-    graceful: &'a GracefulShutdown,
     permits: &'a Arc<Semaphore>,
-    stop: watch::Receiver<bool>,
+    phase: watch::Receiver<Phase>,
 }
 
 /// Connection builders for one generation of [`Shared`], rebuilt when a
@@ -151,7 +175,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
                 Ok(permit) => permit,
                 Err(_) => break,
             },
-            _ = ctx.stop.changed() => break,
+            _ = ctx.phase.changed() => break,
         };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -167,7 +191,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
                     continue;
                 }
             },
-            _ = ctx.stop.changed() => break,
+            _ = ctx.phase.changed() => break,
         };
         let _ = stream.set_nodelay(true);
         let current = ctx.live.load();
@@ -179,7 +203,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             builders: builders.clone(),
             peer,
             scheme,
-            watcher: ctx.graceful.watcher(),
+            phase: ctx.phase.clone(),
         };
         let tls = tls.clone();
         tokio::spawn(async move {
@@ -200,7 +224,7 @@ struct Conn {
     builders: Builders,
     peer: SocketAddr,
     scheme: &'static str,
-    watcher: Watcher,
+    phase: watch::Receiver<Phase>,
 }
 
 impl Conn {
@@ -210,18 +234,23 @@ impl Conn {
             .await;
     }
 
-    async fn serve_tls(self, stream: TcpStream, acceptor: TlsAcceptor) {
+    async fn serve_tls(mut self, stream: TcpStream, acceptor: TlsAcceptor) {
         let timeout = self.builders.shared.header_read_timeout;
-        let stream = match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(err)) => {
-                tracing::debug!(peer = %self.peer, error = %err, "TLS handshake failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(peer = %self.peer, "TLS handshake timed out");
-                return;
-            }
+        let handshake = tokio::time::timeout(timeout, acceptor.accept(stream));
+        let stream = tokio::select! {
+            done = handshake => match done {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    tracing::debug!(peer = %self.peer, error = %err, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(peer = %self.peer, "TLS handshake timed out");
+                    return;
+                }
+            },
+            // Shutting down: no new connection gets a handshake.
+            _ = self.phase.changed() => return,
         };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
         self.serve(if h2 { Proto::H2 } else { Proto::H1 }, stream)
@@ -237,18 +266,173 @@ impl Conn {
             builders,
             peer,
             scheme,
-            watcher,
+            phase,
         } = self;
-        let builder = match proto {
-            Proto::H1 => &builders.h1,
-            Proto::H2 => &builders.h2,
-            Proto::Any => &builders.any,
-        };
-        let service = service_fn(move |req| service::handle(live.load_full(), peer, scheme, req));
-        let conn = builder.serve_connection(TokioIo::new(io), service);
-        if let Err(err) = watcher.watch(conn).await {
-            tracing::debug!(%peer, error = %err, "connection ended with an error");
+        let io = TokioIo::new(io);
+        match proto {
+            Proto::H1 | Proto::Any => {
+                let builder = if matches!(proto, Proto::H1) {
+                    &builders.h1
+                } else {
+                    &builders.any
+                };
+                let service =
+                    service_fn(move |req| service::handle(live.load_full(), peer, scheme, req));
+                let conn = builder.serve_connection(io, service);
+                drive(conn, phase, None, peer).await;
+            }
+            Proto::H2 => {
+                // HTTP/2 has no header-read timeout to end an idle
+                // connection: count the streams and close after a quiet
+                // period.
+                let activity = Arc::new(Activity::new());
+                let idle = (Arc::clone(&activity), builders.shared.http2_idle_timeout);
+                let service = service_fn(move |req| {
+                    let stream = StreamGuard::new(Arc::clone(&activity));
+                    let res = service::handle(live.load_full(), peer, scheme, req);
+                    async move {
+                        let res = res.await?;
+                        Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))
+                    }
+                });
+                let conn = builders.h2.serve_connection(io, service);
+                drive(conn, phase, Some(idle), peer).await;
+            }
         }
+    }
+}
+
+/// Runs a connection to its end, draining it gracefully when the server
+/// shuts down (or, for HTTP/2, when it has been idle too long) and
+/// dropping it when the grace period is over.
+async fn drive<C>(
+    conn: C,
+    mut phase: watch::Receiver<Phase>,
+    idle: Option<(Arc<Activity>, Duration)>,
+    peer: SocketAddr,
+) where
+    C: GracefulConnection,
+    C::Error: std::fmt::Display,
+{
+    tokio::pin!(conn);
+    let quiet = async {
+        match &idle {
+            Some((activity, timeout)) => activity.quiet_for(*timeout).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(quiet);
+    let mut draining = *phase.borrow_and_update() != Phase::Serve;
+    if draining {
+        conn.as_mut().graceful_shutdown();
+    }
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(err) = result {
+                    tracing::debug!(%peer, error = %err, "connection ended with an error");
+                }
+                return;
+            }
+            changed = phase.changed() => {
+                // The server is gone (Err) or past its grace period: close.
+                if changed.is_err() || *phase.borrow_and_update() == Phase::Close {
+                    return;
+                }
+                if !draining {
+                    draining = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            () = &mut quiet, if !draining => {
+                tracing::debug!(%peer, "closing an idle HTTP/2 connection");
+                draining = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Open streams of an HTTP/2 connection and when the last one ended.
+struct Activity {
+    streams: AtomicUsize,
+    /// Milliseconds after `epoch` when the stream count last reached 0.
+    quiet_since: AtomicU64,
+    epoch: Instant,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            streams: AtomicUsize::new(0),
+            quiet_since: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Completes once no stream has been open for `timeout`.
+    async fn quiet_for(&self, timeout: Duration) {
+        loop {
+            let due = if self.streams.load(Ordering::Acquire) > 0 {
+                Instant::now() + timeout
+            } else {
+                self.epoch
+                    + Duration::from_millis(self.quiet_since.load(Ordering::Acquire))
+                    + timeout
+            };
+            if Instant::now() >= due && self.streams.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
+
+/// Counts one HTTP/2 stream as open from its request until its response
+/// body is done or dropped.
+struct StreamGuard(Arc<Activity>);
+
+impl StreamGuard {
+    fn new(activity: Arc<Activity>) -> Self {
+        activity.streams.fetch_add(1, Ordering::AcqRel);
+        Self(activity)
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        let now = u64::try_from(self.0.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.quiet_since.store(now, Ordering::Release);
+        self.0.streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that keeps its stream counted while it is sent.
+    struct Tracked {
+        #[pin]
+        body: crate::response::Body,
+        stream: StreamGuard,
+    }
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = <crate::response::Body as hyper::body::Body>::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

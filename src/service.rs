@@ -55,6 +55,8 @@ pub struct Shared {
     pub hsts: Option<HeaderValue>,
     /// Accept h2c with prior knowledge on the plain port.
     pub h2c: bool,
+    /// Close an HTTP/2 connection without open streams after this long.
+    pub http2_idle_timeout: Duration,
 }
 
 /// Why the request-path state cannot be built from a valid config.
@@ -96,6 +98,7 @@ impl Shared {
             limits: config.limits.clone(),
             hsts: config.tls.as_ref().and_then(|t| t.hsts.clone()),
             h2c: config.proxy.h2c,
+            http2_idle_timeout: config.proxy.http2_idle_timeout,
         })
     }
 }

@@ -474,3 +474,83 @@ async fn h2c_prior_knowledge_only_when_enabled() {
         proxy.stop().await;
     }
 }
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed_but_a_slow_stream_is_not() {
+    use http_body_util::BodyExt;
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    t::write_flat(dir.path(), "site.crt", &ca.leaf(&["example.test"]));
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_tls(
+        "[proxy]\nhttp2_idle_timeout = \"300ms\"",
+        Overrides {
+            upstream: Some(upstream.url()),
+            certs_dir: Some(dir.path().to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let addr = proxy.tls_addr.expect("TLS");
+    let stream = t::handshake(
+        addr,
+        t::client_config(ca.roots(), &[b"h2"]),
+        Some("example.test"),
+    )
+    .await
+    .expect("handshake");
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("h2");
+    let conn = tokio::spawn(conn);
+
+    // A download read slowly for well over the idle timeout keeps the
+    // connection open: halfway through (server still sending, seconds
+    // past the timeout) the same connection takes another request.
+    const SIZE: u64 = 16 * 1024 * 1024;
+    let res = send
+        .send_request(get(
+            &format!("https://example.test:{}/download?bytes={SIZE}", addr.port()),
+            BROWSER,
+        ))
+        .await
+        .expect("response");
+    assert_eq!(res.status(), 200);
+    let mut body = res.into_body();
+    let started = std::time::Instant::now();
+    let mut total = 0u64;
+    let mut checked = false;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.expect("frame").into_data() {
+            total += data.len() as u64;
+            if total % (512 * 1024) < data.len() as u64 {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            if !checked && total >= SIZE / 2 {
+                checked = true;
+                assert!(started.elapsed() > std::time::Duration::from_millis(1000));
+                let page = send
+                    .send_request(get(
+                        &format!("https://example.test:{}/mid-stream", addr.port()),
+                        BROWSER,
+                    ))
+                    .await
+                    .expect("the connection still takes requests");
+                assert_eq!(page.status(), 200);
+            }
+        }
+    }
+    assert_eq!(total, SIZE);
+
+    // Then, with nothing open, the server closes the connection.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), conn).await;
+    assert!(
+        closed.is_ok(),
+        "idle HTTP/2 connection still open after 5 s"
+    );
+    assert!(send.is_closed());
+    proxy.stop().await;
+}

@@ -163,12 +163,18 @@ fn unquote(line: &str) -> String {
 /// `cargo metadata` (works with any CARGO_HOME or vendoring).
 pub fn isbot_fixtures() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    // Only this machine's platform: the packages of other platforms (macOS
+    // TLS roots, Windows APIs) were never downloaded, and --offline would
+    // fail on them.
+    let host = host_triple()?;
     let out = Command::new(cargo)
         .args([
             "metadata",
             "--format-version",
             "1",
             "--offline",
+            "--filter-platform",
+            &host,
             "--manifest-path",
         ])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
@@ -198,6 +204,20 @@ pub fn isbot_fixtures() -> Result<PathBuf, String> {
     } else {
         Err(format!("{} has no browsers.txt", dir.display()))
     }
+}
+
+/// The host target triple, from `rustc -vV`.
+fn host_triple() -> Result<String, String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("rustc -vV: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| "rustc -vV printed no host".to_owned())
 }
 
 /// The unpacked `package/` folder of an npm package, fetched with
