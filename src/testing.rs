@@ -7,22 +7,33 @@ use std::process::{Command, Stdio};
 /// The variable that makes a missing `php` a test failure (CI sets it).
 pub const REQUIRE_PHP: &str = "CRAWLGATE_REQUIRE_PHP";
 
+/// The variable that makes a missing benchmark tool (nginx, wrk, curl) a
+/// test failure (CI sets it).
+pub const REQUIRE_BENCH: &str = "CRAWLGATE_REQUIRE_BENCH";
+
 /// Finds `php` on `PATH`. When it is missing: panics if
 /// `CRAWLGATE_REQUIRE_PHP` is set (`.ci/run` installs PHP and sets it) or
 /// `CI=true`, otherwise prints that the test is skipped and returns `None`.
 pub fn php_binary() -> Option<PathBuf> {
+    required_tool("php", REQUIRE_PHP)
+}
+
+/// Finds `name` on `PATH`. When it is missing: panics if the variable
+/// `require` is set (and not `0`) or `CI=true`; otherwise prints that the
+/// test is skipped and returns `None`.
+pub fn required_tool(name: &str, require: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
-            .map(|dir| dir.join("php"))
+            .map(|dir| dir.join(name))
             .find(|p| p.is_file())
     });
-    let required = std::env::var_os(REQUIRE_PHP).is_some_and(|v| !v.is_empty() && v != "0")
+    let required = std::env::var_os(require).is_some_and(|v| !v.is_empty() && v != "0")
         || std::env::var_os("CI").is_some_and(|v| v == "true");
     match found {
-        Some(php) => Some(php),
-        None if required => panic!("{REQUIRE_PHP} is set but `php` is not on PATH"),
+        Some(path) => Some(path),
+        None if required => panic!("{require} is set but `{name}` is not on PATH"),
         None => {
-            eprintln!("SKIPPED: `php` is not on PATH (set {REQUIRE_PHP}=1 to make this a failure)");
+            eprintln!("SKIPPED: `{name}` is not on PATH (set {require}=1 to make this a failure)");
             None
         }
     }

@@ -211,6 +211,39 @@ fn the_binary_refuses_to_start_with_a_bad_certificate() {
     );
 }
 
+/// A crawlgate with HTTPS in front of a recording upstream, one
+/// certificate for `names`.
+struct Site {
+    ca: Ca,
+    upstream: Upstream,
+    proxy: Proxy,
+    _certs: tempfile::TempDir,
+}
+
+impl Site {
+    async fn start(toml: &str, names: &[&str]) -> Self {
+        let ca = Ca::new();
+        let certs = tempfile::tempdir().expect("tempdir");
+        t::write_flat(certs.path(), "site.crt", &ca.leaf(names));
+        let upstream = Upstream::start().await;
+        let proxy = Proxy::start_tls(
+            toml,
+            Overrides {
+                upstream: Some(upstream.url()),
+                certs_dir: Some(certs.path().to_owned()),
+                ..Overrides::default()
+            },
+        )
+        .await;
+        Self {
+            ca,
+            upstream,
+            proxy,
+            _certs: certs,
+        }
+    }
+}
+
 fn get(uri: &str, ua: &str) -> Request<Full<Bytes>> {
     Request::get(uri)
         .header("user-agent", ua)
@@ -220,23 +253,12 @@ fn get(uri: &str, ua: &str) -> Request<Full<Bytes>> {
 
 #[tokio::test]
 async fn http2_and_http1_get_the_same_answers() {
-    let ca = Ca::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    t::write_flat(
-        dir.path(),
-        "site.crt",
-        &ca.leaf(&["example.test", "www.example.test"]),
-    );
-    let upstream = Upstream::start().await;
-    let proxy = Proxy::start_tls(
-        "",
-        Overrides {
-            upstream: Some(upstream.url()),
-            certs_dir: Some(dir.path().to_owned()),
-            ..Overrides::default()
-        },
-    )
-    .await;
+    let Site {
+        ca,
+        upstream,
+        proxy,
+        ..
+    } = Site::start("", &["example.test", "www.example.test"]).await;
     let addr = proxy.tls_addr.expect("TLS listener");
     let port = addr.port();
 
@@ -319,17 +341,14 @@ async fn http2_and_http1_get_the_same_answers() {
 
 #[tokio::test]
 async fn http_goes_to_https_in_one_hop_with_hsts_on_https() {
-    let ca = Ca::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    t::write_flat(dir.path(), "site.crt", &ca.leaf(&["example.test"]));
-    let upstream = Upstream::start().await;
-    let proxy = Proxy::start_tls(
+    let Site {
+        ca,
+        upstream,
+        proxy,
+        ..
+    } = Site::start(
         "[tls]\nredirect_http = true\nhsts = \"max-age=31536000\"",
-        Overrides {
-            upstream: Some(upstream.url()),
-            certs_dir: Some(dir.path().to_owned()),
-            ..Overrides::default()
-        },
+        &["example.test"],
     )
     .await;
     let port = proxy.tls_addr.expect("TLS").port();
@@ -478,19 +497,12 @@ async fn h2c_prior_knowledge_only_when_enabled() {
 #[tokio::test]
 async fn an_idle_http2_connection_is_closed_but_a_slow_stream_is_not() {
     use http_body_util::BodyExt;
-    let ca = Ca::new();
-    let dir = tempfile::tempdir().expect("tempdir");
-    t::write_flat(dir.path(), "site.crt", &ca.leaf(&["example.test"]));
-    let upstream = Upstream::start().await;
-    let proxy = Proxy::start_tls(
-        "[proxy]\nhttp2_idle_timeout = \"300ms\"",
-        Overrides {
-            upstream: Some(upstream.url()),
-            certs_dir: Some(dir.path().to_owned()),
-            ..Overrides::default()
-        },
-    )
-    .await;
+    let Site {
+        ca,
+        upstream: _upstream,
+        proxy,
+        ..
+    } = Site::start("[proxy]\nhttp2_idle_timeout = \"300ms\"", &["example.test"]).await;
     let addr = proxy.tls_addr.expect("TLS");
     let stream = t::handshake(
         addr,

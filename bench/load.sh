@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# Side-by-side load benchmark: crawlgate against nginx doing the same job
+# (bench/peers/nginx.conf), both in front of the same nginx origin, on
+# 127.0.0.1 only. See bench/README.md §5 for the method and the results.
+#
+#   bench/load.sh            full run (about 10 minutes)
+#   bench/load.sh --smoke    a few seconds per scenario; checks only that
+#                            every scenario produced the expected status mix
+#
+# Environment: DURATION (s, default 10), ROUNDS (default 3: A B A B A B),
+# CONNS (wrk connections, 64), IDLE_CONNS (5000), STREAM_MIB (1024),
+# CRAWLGATE_BIN (default: build target/release/crawlgate),
+# PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+SMOKE=0
+[[ ${1:-} == --smoke ]] && SMOKE=1
+if ((SMOKE)); then
+    DURATION=${DURATION:-2} ROUNDS=${ROUNDS:-1} IDLE_CONNS=${IDLE_CONNS:-200} STREAM_MIB=${STREAM_MIB:-16}
+fi
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+IDLE_CONNS=${IDLE_CONNS:-5000}
+STREAM_MIB=${STREAM_MIB:-1024}
+PROXY_CPU=${PROXY_CPU:-0}
+if (($(nproc) > 1)); then LOAD_CPU=${LOAD_CPU:-1}; else LOAD_CPU=${LOAD_CPU:-0}; fi
+
+for tool in nginx wrk python3 curl taskset; do
+    command -v "$tool" >/dev/null || { echo "bench/load.sh: $tool is missing (apt-get install nginx-light wrk curl python3 util-linux)" >&2; exit 2; }
+done
+NGINX=$(command -v nginx)
+if [[ -z ${CRAWLGATE_BIN:-} ]]; then
+    cargo build --release --quiet
+    CRAWLGATE_BIN=$ROOT/target/release/crawlgate
+fi
+
+RUN=$(mktemp -d /tmp/crawlgate-bench.XXXXXX)
+chmod 755 "$RUN"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    done
+    rm -rf "$RUN"
+}
+trap cleanup EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+BASE=$((20000 + $$ % 20000))
+ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2))
+RESULTS=$RUN/results.tsv
+: > "$RESULTS"
+
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "bench/load.sh: nothing listens on port $1" >&2
+    exit 1
+}
+
+# --- the origin: nginx, 1 worker, a 2 KB page and a large body ------------
+mkdir -p "$RUN/www"
+head -c 2048 /dev/zero | tr '\0' 'x' > "$RUN/www/page.html"
+truncate -s "${STREAM_MIB}M" "$RUN/www/big"
+chmod -R a+rX "$RUN/www"
+cat > "$RUN/origin.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $RUN/origin.pid;
+error_log $RUN/origin-error.log warn;
+worker_rlimit_nofile 65536;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    client_max_body_size 0;
+    sendfile on;
+    server {
+        listen 127.0.0.1:$ORIGIN_PORT reuseport backlog=4096;
+        root $RUN/www;
+        location = /big { default_type application/octet-stream; }
+        location = /upload { return 200 "ok\n"; }
+        location / { default_type text/html; try_files /page.html =404; }
+    }
+}
+CONF
+taskset -c "$LOAD_CPU" "$NGINX" -c "$RUN/origin.conf" -p "$RUN" &
+PIDS+=($!)
+wait_port "$ORIGIN_PORT"
+
+# --- the two proxies -------------------------------------------------------
+start_peer() { # access log: off | file
+    local log=off
+    [[ $1 == file ]] && log=$RUN/peer-access.log
+    sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
+        bench/peers/nginx.conf > "$RUN/peer.conf"
+    taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" &
+    PEER_PID=$!
+    PIDS+=("$PEER_PID")
+    wait_port "$PEER_PORT"
+}
+
+start_crawlgate() { # access log: off | file
+    local config=bench/crawlgate.toml
+    if [[ $1 == file ]]; then
+        sed 's/^access = false/access = true/' bench/crawlgate.toml > "$RUN/crawlgate-log.toml"
+        config=$RUN/crawlgate-log.toml
+    fi
+    RUST_LOG=info taskset -c "$PROXY_CPU" "$CRAWLGATE_BIN" --config "$config" \
+        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
+        2> "$RUN/crawlgate-$1.log" &
+    CG_PID=$!
+    PIDS+=("$CG_PID")
+    wait_port "$CG_PORT"
+}
+
+stop_pid() {
+    kill "$1" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null || true
+}
+
+# All processes of a proxy: the process and its children (nginx's worker).
+proc_family() { echo "$1" $(pgrep -P "$1" || true); }
+
+cpu_ticks() { # utime + stime of every process given
+    local total=0 pid
+    for pid in "$@"; do
+        read -r -a f < "/proc/$pid/stat"
+        total=$((total + f[13] + f[14]))
+    done
+    echo "$total"
+}
+
+rss_kib() { # VmRSS or VmHWM summed over processes: field pids...
+    local field=$1 total=0 pid v
+    shift
+    for pid in "$@"; do
+        v=$(awk -v k="$field:" '$1 == k { print $2 }' "/proc/$pid/status")
+        total=$((total + v))
+    done
+    echo "$total"
+}
+
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+
+# run_wrk NAME PROXY PORT MODE [PIDS…]: one measured run, one TSV row.
+run_wrk() {
+    local name=$1 proxy=$2 port=$3 mode=$4
+    shift 4
+    local script=bench/mix.lua
+    ((SMOKE)) && script=bench/mix-count.lua
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d1s -s bench/mix.lua "http://127.0.0.1:$port" -- "$mode" > /dev/null
+    local before=0 after=0
+    (($#)) && before=$(cpu_ticks "$@")
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$script" "http://127.0.0.1:$port" -- "$mode" > "$RUN/wrk.out"
+    (($#)) && after=$(cpu_ticks "$@")
+    local line
+    line=$(grep '^RESULT' "$RUN/wrk.out")
+    local requests duration p50 p99 errors
+    requests=$(sed -E 's/.*requests=([0-9]+).*/\1/' <<< "$line")
+    duration=$(sed -E 's/.*duration_us=([0-9]+).*/\1/' <<< "$line")
+    p50=$(sed -E 's/.*p50_us=([0-9]+).*/\1/' <<< "$line")
+    p99=$(sed -E 's/.*p99_us=([0-9]+).*/\1/' <<< "$line")
+    errors=$(sed -E 's/.*socket_errors=([0-9]+).*/\1/' <<< "$line")
+    local cpu_us=$(((after - before) * TICK_US))
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$proxy" "$requests" "$duration" "$p50" "$p99" "$cpu_us" "$errors" >> "$RESULTS"
+    if ((SMOKE)); then check_mix "$name" "$proxy" "$mode"; fi
+}
+
+# The status mix a scenario must produce (smoke mode).
+check_mix() {
+    local name=$1 proxy=$2 mode=$3 want
+    if [[ $mode == pass ]]; then want="200:100"; else want="200:90 301:5 403:5"; fi
+    python3 - "$RUN/wrk.out" "$name/$proxy" "$want" <<'PY'
+import sys
+out, label, want = sys.argv[1], sys.argv[2], sys.argv[3]
+counts = {}
+for line in open(out):
+    if line.startswith("STATUS"):
+        _, status, n = line.split()
+        counts[int(status)] = int(n)
+total = sum(counts.values())
+ok = total > 0
+for item in want.split():
+    status, pct = item.split(":")
+    got = 100.0 * counts.get(int(status), 0) / total if total else 0
+    if abs(got - int(pct)) > 1.0:
+        ok = False
+if set(counts) - {int(i.split(":")[0]) for i in want.split()}:
+    ok = False
+print(f"smoke {label}: {total} responses {dict(sorted(counts.items()))} want % {want}: {'ok' if ok else 'WRONG'}")
+sys.exit(0 if ok else 1)
+PY
+}
+
+echo "# crawlgate $("$CRAWLGATE_BIN" --version) vs $("$NGINX" -v 2>&1 | sed 's/.*: //'), $(nproc) CPUs, proxy on CPU $PROXY_CPU, wrk + origin on CPU $LOAD_CPU"
+echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
+
+# --- throughput scenarios, alternated ---------------------------------------
+for round in $(seq "$ROUNDS"); do
+    run_wrk pass origin "$ORIGIN_PORT" pass
+    for proxy in crawlgate nginx; do
+        if [[ $proxy == crawlgate ]]; then
+            start_crawlgate off; pids=$(proc_family "$CG_PID"); port=$CG_PORT
+        else
+            start_peer off; pids=$(proc_family "$PEER_PID"); port=$PEER_PORT
+        fi
+        # shellcheck disable=SC2086
+        run_wrk mixed "$proxy" "$port" mixed $pids
+        # shellcheck disable=SC2086
+        run_wrk pass "$proxy" "$port" pass $pids
+        if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
+        if [[ $proxy == crawlgate ]]; then
+            start_crawlgate file; pids=$(proc_family "$CG_PID"); port=$CG_PORT
+        else
+            start_peer file; pids=$(proc_family "$PEER_PID"); port=$PEER_PORT
+        fi
+        # shellcheck disable=SC2086
+        run_wrk mixed-logged "$proxy" "$port" mixed $pids
+        if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
+    done
+done
+
+# --- memory with idle keep-alive connections, and streaming -----------------
+MEM=$RUN/memory.tsv
+: > "$MEM"
+for proxy in crawlgate nginx; do
+    if [[ $proxy == crawlgate ]]; then
+        start_crawlgate off; pid=$CG_PID; port=$CG_PORT
+    else
+        start_peer off; pid=$PEER_PID; port=$PEER_PORT
+    fi
+    pids=$(proc_family "$pid")
+    curl -s -o /dev/null -H 'Host: example.com' "http://127.0.0.1:$port/article/1"
+    # shellcheck disable=SC2086
+    idle_before=$(rss_kib VmRSS $pids)
+    coproc IDLE { python3 bench/idle_conns.py 127.0.0.1 "$port" "$IDLE_CONNS"; }
+    read -r ready n <&"${IDLE[0]}"
+    [[ $ready == READY ]] || { echo "idle connections failed" >&2; exit 1; }
+    sleep 1
+    # shellcheck disable=SC2086
+    idle_after=$(rss_kib VmRSS $pids)
+    exec {IDLE[1]}>&-
+    wait "$IDLE_PID" 2>/dev/null || true
+
+    start=$(date +%s%N)
+    got=$(curl -s -o /dev/null -w '%{size_download}' -H 'Host: example.com' "http://127.0.0.1:$port/big")
+    down_ns=$(($(date +%s%N) - start))
+    start=$(date +%s%N)
+    up=$(curl -s -o /dev/null -w '%{http_code} %{size_upload}' -H 'Host: example.com' -H 'Expect:' \
+        -X POST -T "$RUN/www/big" "http://127.0.0.1:$port/upload")
+    up_ns=$(($(date +%s%N) - start))
+    # shellcheck disable=SC2086
+    peak=$(rss_kib VmHWM $pids)
+    read -r up_code up_size <<< "$up"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$idle_before" "$idle_after" "$n" \
+        "$got" "$down_ns" "$up_code" "$up_size" "$up_ns" "$peak" >> "$MEM"
+    if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
+done
+
+python3 bench/report.py "$RESULTS" "$MEM" "$STREAM_MIB" "$SMOKE"

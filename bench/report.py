@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Turns bench/load.sh's raw rows into the table of medians and ratios.
+
+results.tsv: scenario proxy requests duration_us p50_us p99_us cpu_us socket_errors
+memory.tsv:  proxy rss_before_kib rss_after_kib idle_conns down_bytes down_ns
+             up_status up_bytes up_ns peak_rss_kib
+In smoke mode it also fails (exit 1) when a run had socket errors or a
+stream did not move every byte.
+"""
+
+import statistics
+import sys
+from collections import defaultdict
+
+
+def main() -> int:
+    results, memory, stream_mib, smoke = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+    ok = True
+    runs = defaultdict(list)
+    for line in open(results):
+        name, proxy, req, dur, p50, p99, cpu, errors = line.rstrip("\n").split("\t")
+        req, dur, p50, p99, cpu, errors = map(int, (req, dur, p50, p99, cpu, errors))
+        runs[(name, proxy)].append(
+            {
+                "rps": req / (dur / 1e6),
+                "p50": p50 / 1000,
+                "p99": p99 / 1000,
+                "cpu": cpu / req if req and proxy != "origin" else None,
+                "errors": errors,
+            }
+        )
+        if smoke and errors:
+            print(f"smoke {name}/{proxy}: {errors} socket errors")
+            ok = False
+
+    def med(name, proxy, key):
+        vals = [r[key] for r in runs.get((name, proxy), []) if r[key] is not None]
+        return statistics.median(vals) if vals else None
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b else "-"
+
+    def fmt(v, spec):
+        return format(v, spec) if v is not None else "-"
+
+    n_rounds = max((len(v) for v in runs.values()), default=0)
+    print(f"\n## Throughput (medians of {n_rounds} runs each)\n")
+    print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for name in ["pass", "mixed", "mixed-logged"]:
+        for proxy in ["origin", "crawlgate", "nginx"]:
+            if (name, proxy) not in runs:
+                continue
+            print(
+                f"| {name} | {proxy} | {fmt(med(name, proxy, 'rps'), ',.0f')} | "
+                f"{fmt(med(name, proxy, 'p50'), '.2f')} | {fmt(med(name, proxy, 'p99'), '.2f')} | "
+                f"{fmt(med(name, proxy, 'cpu'), '.1f')} |"
+            )
+    print("\n| scenario | CPU/req crawlgate ÷ nginx (target ≤ 0.90) | req/s crawlgate ÷ nginx (≥ 1) | p99 crawlgate ÷ nginx (≤ 1) |")
+    print("| --- | ---: | ---: | ---: |")
+    for name in ["pass", "mixed", "mixed-logged"]:
+        print(
+            f"| {name} | {ratio(med(name, 'crawlgate', 'cpu'), med(name, 'nginx', 'cpu'))} | "
+            f"{ratio(med(name, 'crawlgate', 'rps'), med(name, 'nginx', 'rps'))} | "
+            f"{ratio(med(name, 'crawlgate', 'p99'), med(name, 'nginx', 'p99'))} |"
+        )
+
+    print("\n## Memory and streaming\n")
+    print("| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    want = stream_mib * 1024 * 1024
+    for line in open(memory):
+        f = line.rstrip("\n").split("\t")
+        proxy = f[0]
+        before, after, n, down, down_ns, up_status, up_bytes, up_ns, peak = map(int, f[1:])
+        per_conn = (after - before) / n if n else 0
+        down_rate = down / 1048576 / (down_ns / 1e9)
+        up_rate = up_bytes / 1048576 / (up_ns / 1e9)
+        print(f"| {proxy} | {per_conn:.1f} ({n} connections) | {down_rate:,.0f} | {up_rate:,.0f} | {peak / 1024:.1f} |")
+        if down != want or up_status != 200 or up_bytes != want:
+            print(f"stream {proxy}: down {down} B, up {up_status} {up_bytes} B, want {want} B each way")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
