@@ -252,6 +252,13 @@ for proxy in crawlgate nginx; do
     exec {IDLE[1]}>&-
     wait "$IDLE_PID" 2>/dev/null || true
 
+    # Streaming on a fresh process, so that its peak RSS is the streams'.
+    if [[ $proxy == crawlgate ]]; then
+        stop_pid "$CG_PID"; start_crawlgate off; pid=$CG_PID
+    else
+        stop_pid "$PEER_PID"; start_peer off; pid=$PEER_PID
+    fi
+    pids=$(proc_family "$pid")
     start=$(date +%s%N)
     got=$(curl -s -o /dev/null -w '%{size_download}' -H 'Host: example.com' "http://127.0.0.1:$port/big")
     down_ns=$(($(date +%s%N) - start))

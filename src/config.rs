@@ -154,6 +154,9 @@ pub struct RawProxy {
     pub h2c: Option<bool>,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Option<String>,
+    /// Worker threads, each with its own listening sockets and upstream
+    /// pool; 0 = one per available CPU.
+    pub workers: Option<usize>,
     /// PEM file of CA certificates for an https:// upstream (instead of
     /// the system's).
     pub upstream_ca: Option<PathBuf>,
@@ -317,6 +320,8 @@ pub struct ProxyConfig {
     pub h2c: bool,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
+    /// Worker threads (≥ 1).
+    pub workers: usize,
 }
 
 /// Canonical redirect settings.
@@ -372,6 +377,7 @@ impl Config {
             shutdown_grace,
             h2c,
             http2_idle_timeout,
+            workers,
             upstream_ca,
             upstream_sni,
         } = proxy;
@@ -486,6 +492,13 @@ impl Config {
             shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
             h2c: h2c.unwrap_or(false),
             http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
+            workers: match workers.unwrap_or(0) {
+                0 => std::thread::available_parallelism().map_or(1, usize::from),
+                n if n > 1024 => {
+                    return Err(invalid("proxy.workers", format!("{n} is over 1024")));
+                }
+                n => n,
+            },
         };
         let (tls, https_redirect) = tls_config(tls, overrides)?;
 
@@ -576,7 +589,7 @@ impl Config {
     }
 
     /// The settings that only a restart can change (the sockets bound, the
-    /// TLS listener's ALPN, the connection cap), if they differ between
+    /// TLS listener's ALPN, the worker threads, the connection cap), if they differ between
     /// `self` and `new`: (key, old value, new value).
     pub fn restart_needed(&self, new: &Config) -> Vec<(&'static str, String, String)> {
         let mut changed = Vec::new();
@@ -587,6 +600,13 @@ impl Config {
         if tls_listen(self) != tls_listen(new) {
             let show = |v: Option<String>| v.unwrap_or_else(|| "none".to_owned());
             changed.push(("tls.listen", show(tls_listen(self)), show(tls_listen(new))));
+        }
+        if self.proxy.workers != new.proxy.workers {
+            changed.push((
+                "proxy.workers",
+                self.proxy.workers.to_string(),
+                new.proxy.workers.to_string(),
+            ));
         }
         if self.limits.max_connections != new.limits.max_connections {
             changed.push((
@@ -835,6 +855,7 @@ mod tests {
                 "proxy.upstream_sni: ",
             ),
             ("[proxy]\nh2c = 1", "proxy.h2c: invalid type"),
+            ("[proxy]\nworkers = 5000", "proxy.workers: "),
             ("[tls]\nlisten = \"443\"", "tls.listen: "),
             (
                 "[tls]\nredirect_http = true",
@@ -958,6 +979,7 @@ mod tests {
             "access",
             "h2c",
             "http2_idle_timeout",
+            "workers",
             "upstream_ca",
             "upstream_sni",
             "[tls]",

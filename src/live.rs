@@ -63,6 +63,16 @@ pub fn load(path: Option<&std::path::Path>, overrides: &Overrides) -> Result<Loa
     })
 }
 
+/// `n` copies of `shared`, each with its own upstream pool.
+fn per_worker(shared: Shared, n: usize) -> Vec<Shared> {
+    let mut all = Vec::with_capacity(n.max(1));
+    for _ in 1..n {
+        all.push(shared.for_worker());
+    }
+    all.push(shared);
+    all
+}
+
 /// What a successful reload changed and could not change.
 #[derive(Debug)]
 pub struct Reloaded {
@@ -76,8 +86,8 @@ pub struct Reloaded {
 pub struct Live {
     config_path: Option<PathBuf>,
     overrides: Overrides,
-    /// The request-path state, read per request.
-    pub shared: Arc<LiveShared>,
+    /// The request-path state of each worker thread, read per request.
+    pub shared: Vec<Arc<LiveShared>>,
     /// The TLS listener's certificates, when there is one.
     pub certs: Option<Arc<Certs>>,
     /// The config in effect (listen addresses are the ones bound at start).
@@ -92,10 +102,14 @@ impl Live {
             shared,
             certs,
         } = load(config_path.as_deref(), &overrides)?;
+        let shared = per_worker(shared, config.proxy.workers)
+            .into_iter()
+            .map(|s| Arc::new(ArcSwap::from_pointee(s)))
+            .collect();
         Ok(Self {
             config_path,
             overrides,
-            shared: Arc::new(ArcSwap::from_pointee(shared)),
+            shared,
             certs: certs.map(|c| Arc::new(Certs::new(c))),
             running: Mutex::new(config),
         })
@@ -129,14 +143,22 @@ impl Live {
             certificates = store.loaded.len();
             live.replace(store);
         }
-        self.shared.store(Arc::new(shared));
+        for (cell, shared) in self
+            .shared
+            .iter()
+            .zip(per_worker(shared, self.shared.len()))
+        {
+            cell.store(Arc::new(shared));
+        }
         // Keep what only a restart can change; take everything else.
         let listen = running.listen;
         let max_connections = running.limits.max_connections;
+        let workers = running.proxy.workers;
         let old_tls = running.tls.take();
         *running = config;
         running.listen = listen;
         running.limits.max_connections = max_connections;
+        running.proxy.workers = workers;
         running.tls = match (old_tls, running.tls.take()) {
             (Some(old), Some(mut new)) => {
                 new.listen = old.listen;

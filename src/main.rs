@@ -12,7 +12,7 @@ use crawlgate::classify::{classify_lines, Classifier};
 use crawlgate::config::Overrides;
 use crawlgate::live::Live;
 use crawlgate::rules::RuleLists;
-use crawlgate::server::Listeners;
+use crawlgate::server::WorkerSockets;
 use crawlgate::tls::CertStore;
 use tokio_rustls::TlsAcceptor;
 use tracing_subscriber::EnvFilter;
@@ -111,45 +111,67 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         }
     };
     let config = live.config();
-    let result = runtime().and_then(|rt| {
+    // This thread only handles signals and reloads; the workers run their
+    // own event loops.
+    let control = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime");
+    let result = control.and_then(|rt| {
         rt.block_on(async {
-            let plain = bind(config.listen).await?;
-            let tls = match (&config.tls, &live.certs) {
+            // Handlers first, so that no signal meets the default action
+            // once anything is bound.
+            let signals = Signals::install()?;
+            let workers = config.proxy.workers;
+            let plain = bind(config.listen, workers)?;
+            let tls: Vec<Option<(std::net::TcpListener, TlsAcceptor)>> = match (&config.tls, &live.certs) {
                 (Some(tls), Some(certs)) => {
                     let server = crawlgate::tls::server_config(Arc::clone(certs), tls.http2)?;
-                    Some((bind(tls.listen).await?, TlsAcceptor::from(Arc::new(server))))
+                    let acceptor = TlsAcceptor::from(Arc::new(server));
+                    bind(tls.listen, workers)?
+                        .into_iter()
+                        .map(|l| Some((l, acceptor.clone())))
+                        .collect()
                 }
-                _ => None,
+                _ => std::iter::repeat_with(|| None).take(workers).collect(),
             };
-            let shared = live.shared.load();
+            let sockets: Vec<WorkerSockets> = plain
+                .into_iter()
+                .zip(tls)
+                .map(|(plain, tls)| WorkerSockets { plain, tls })
+                .collect();
+            let shared = live.shared[0].load();
             tracing::info!(
                 listen = %config.listen,
                 tls_listen = config.tls.as_ref().map(|t| tracing::field::display(t.listen)),
                 certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
                 upstream = %format_args!("{}://{}", config.upstream.scheme, config.upstream.authority),
                 rules = %shared.rules_source.as_deref().map_or("built-in".into(), |p| p.display().to_string()),
+                workers,
                 "crawlgate started",
             );
             if let Some(certs) = &live.certs {
                 log_certificates(&certs.current());
             }
             drop(shared);
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-            tokio::spawn(signals(Arc::clone(&live), stop_tx));
-            let listeners = Listeners { plain, tls };
-            crawlgate::server::serve(listeners, Arc::clone(&live.shared), async {
-                let _ = stop_rx.await;
-            })
-            .await?;
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let cells = live.shared.clone();
+            let served = tokio::task::spawn_blocking(move || {
+                crawlgate::server::run_workers(sockets, cells, stop_rx)
+            });
+            tokio::select! {
+                served = served => served.context("the workers' supervisor failed")??,
+                () = signals.run(&live, stop_tx) => {}
+            }
             Ok(())
         })
     });
     finish(result)
 }
 
-async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr)
-        .await
+/// Binds `addr` once per worker.
+fn bind(addr: SocketAddr, workers: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
+    crawlgate::server::bind_reuseport(addr, workers)
         .with_context(|| format!("cannot listen on {addr}"))
 }
 
@@ -254,39 +276,49 @@ fn init_tracing() {
         .init();
 }
 
-/// Runs the signal handling of the proxy: SIGHUP reloads; the first
-/// SIGTERM or SIGINT starts the graceful shutdown (through `stop`); a second
-/// one exits at once.
-async fn signals(live: Arc<Live>, stop: tokio::sync::oneshot::Sender<()>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop crawlgate with SIGKILL");
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-            _ = hup.recv() => {
-                // Reading files and compiling the rules blocks: off the
-                // request threads.
-                let live = Arc::clone(&live);
-                let _ = tokio::task::spawn_blocking(move || reload(&live)).await;
+/// The proxy's signals: SIGHUP reloads; the first SIGTERM or SIGINT starts
+/// the graceful shutdown; a second one exits at once.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let install = |kind: SignalKind| signal(kind).context("cannot install a signal handler");
+        Ok(Self {
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+            hup: install(SignalKind::hangup())?,
+        })
+    }
+
+    /// Handles signals until the second shutdown signal, which exits the
+    /// process; the first one sets `stop`.
+    async fn run(mut self, live: &Arc<Live>, stop: tokio::sync::watch::Sender<bool>) {
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => break,
+                _ = self.int.recv() => break,
+                _ = self.hup.recv() => {
+                    // Reading files and compiling the rules blocks: off
+                    // this thread's event loop.
+                    let live = Arc::clone(live);
+                    let _ = tokio::task::spawn_blocking(move || reload(&live)).await;
+                }
             }
         }
+        tracing::info!("shutdown signal received; a second one exits at once");
+        let _ = stop.send(true);
+        tokio::select! {
+            _ = self.term.recv() => {},
+            _ = self.int.recv() => {},
+        }
+        tracing::warn!("second shutdown signal: exiting without draining");
+        std::process::exit(EXIT_INTERRUPTED);
     }
-    tracing::info!("shutdown signal received; a second one exits at once");
-    let _ = stop.send(());
-    tokio::select! {
-        _ = term.recv() => {},
-        _ = int.recv() => {},
-    }
-    tracing::warn!("second shutdown signal: exiting without draining");
-    std::process::exit(EXIT_INTERRUPTED);
 }
 
 fn reload(live: &Live) {

@@ -128,10 +128,31 @@ pub enum UpstreamTlsError {
 
 type Connector = HttpsConnector<HttpConnector>;
 
+/// How pooled upstream connections are kept.
+#[derive(Clone, Copy, Debug)]
+struct PoolSettings {
+    idle_timeout: Duration,
+    max_idle: usize,
+}
+
+impl PoolSettings {
+    fn client(self, connector: Connector) -> Client<Connector, RequestBody> {
+        Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(self.idle_timeout)
+            .pool_max_idle_per_host(self.max_idle)
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(connector)
+    }
+}
+
 /// The upstream origin and the pooled client that reaches it.
 #[derive(Debug)]
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
+    /// The connector (with its TLS settings), for another pool.
+    connector: Connector,
+    pool: PoolSettings,
     scheme: Scheme,
     authority: Authority,
     authority_value: HeaderValue,
@@ -175,18 +196,19 @@ impl Upstream {
             None => builder,
         };
         let connector = builder.enable_http1().wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(config.proxy.pool_idle_timeout)
-            .pool_max_idle_per_host(config.proxy.pool_max_idle)
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .build(connector);
+        let pool = PoolSettings {
+            idle_timeout: config.proxy.pool_idle_timeout,
+            max_idle: config.proxy.pool_max_idle,
+        };
+        let client = pool.client(connector.clone());
         let authority = config.upstream.authority.clone();
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         Ok(Self {
             client,
+            connector,
+            pool,
             scheme: config.upstream.scheme.clone(),
             authority,
             authority_value,
@@ -198,6 +220,27 @@ impl Upstream {
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
             epoch: Instant::now(),
         })
+    }
+
+    /// The same upstream with a connection pool of its own: one per worker
+    /// thread, so that a worker's requests reuse the connections its own
+    /// event loop drives.
+    pub fn with_own_pool(&self) -> Self {
+        Self {
+            client: self.pool.client(self.connector.clone()),
+            connector: self.connector.clone(),
+            pool: self.pool,
+            scheme: self.scheme.clone(),
+            authority: self.authority.clone(),
+            authority_value: self.authority_value.clone(),
+            response_timeout: self.response_timeout,
+            preserve_host: self.preserve_host,
+            class_header: self.class_header.clone(),
+            trusted_proxies: self.trusted_proxies.clone(),
+            max_body_bytes: self.max_body_bytes,
+            body_idle_timeout: self.body_idle_timeout,
+            epoch: self.epoch,
+        }
     }
 
     /// Sends `req` upstream and returns the response with its body still

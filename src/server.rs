@@ -65,6 +65,85 @@ impl Listeners {
     }
 }
 
+/// One worker's sockets, before they join its event loop.
+pub struct WorkerSockets {
+    /// Plain HTTP.
+    pub plain: std::net::TcpListener,
+    /// HTTPS, with the acceptor holding the certificates.
+    pub tls: Option<(std::net::TcpListener, TlsAcceptor)>,
+}
+
+/// Binds `addr` `n` times with `SO_REUSEPORT`, one socket per worker: the
+/// kernel spreads new connections over them, and no worker waits on
+/// another's accept queue. Port 0 binds the others to the port the first
+/// one got.
+pub fn bind_reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::TcpListener>> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let mut bound = Vec::with_capacity(n.max(1));
+    let mut addr = addr;
+    for _ in 0..n.max(1) {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(4096)?;
+        let listener = std::net::TcpListener::from(socket);
+        addr = listener.local_addr()?;
+        bound.push(listener);
+    }
+    Ok(bound)
+}
+
+/// Runs one single-threaded event loop per worker, each on its own thread
+/// with its own sockets and its own state cell (its own upstream pool), so
+/// that a connection and everything it does stay on one core, as with
+/// nginx's worker processes. All of them stop when `stop` turns true, and
+/// this returns when every worker has drained. One connection cap holds
+/// across the workers.
+pub fn run_workers(
+    sockets: Vec<WorkerSockets>,
+    cells: Vec<Arc<Live>>,
+    stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let max_connections = cells
+        .first()
+        .map_or(1, |cell| cell.load().limits.max_connections);
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let mut threads = Vec::with_capacity(sockets.len());
+    for (i, (sockets, cell)) in sockets.into_iter().zip(cells).enumerate() {
+        let permits = Arc::clone(&permits);
+        let mut stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("crawlgate-w{i}"))
+            .spawn(move || -> io::Result<()> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async move {
+                    let plain = TcpListener::from_std(sockets.plain)?;
+                    let tls = match sockets.tls {
+                        Some((listener, acceptor)) => {
+                            Some((TcpListener::from_std(listener)?, acceptor))
+                        }
+                        None => None,
+                    };
+                    let shutdown = async move {
+                        let _ = stop.wait_for(|&stop| stop).await;
+                    };
+                    serve_with(Listeners { plain, tls }, cell, permits, shutdown).await
+                })
+            })?;
+        threads.push(thread);
+    }
+    for thread in threads {
+        thread
+            .join()
+            .map_err(|_| io::Error::other("a worker thread panicked"))??;
+    }
+    Ok(())
+}
+
 /// Accepts and serves connections until `shutdown` completes, then drains
 /// within the configured grace period.
 pub async fn serve(
@@ -73,9 +152,20 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let max_connections = live.load().limits.max_connections;
-    // One permit per open connection; when none is left, stop accepting and
-    // let the kernel's backlog hold newcomers. All permits back = drained.
     let permits = Arc::new(Semaphore::new(max_connections));
+    serve_with(listeners, live, permits, shutdown).await
+}
+
+/// [`serve`] with a connection cap shared with other workers: one permit
+/// per open connection; when none is left, accepting pauses and the
+/// kernel's backlog holds newcomers. All permits back = drained.
+async fn serve_with(
+    listeners: Listeners,
+    live: Arc<Live>,
+    permits: Arc<Semaphore>,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let max_connections = live.load().limits.max_connections;
     let (phase_tx, phase_rx) = watch::channel(Phase::Serve);
     let ctx = AcceptCtx {
         live: &live,
@@ -433,6 +523,26 @@ impl hyper::body::Body for Tracked {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reuseport_binds_every_worker_to_one_port() {
+        let sockets = bind_reuseport("127.0.0.1:0".parse().expect("addr"), 3).expect("bind");
+        let ports: Vec<u16> = sockets
+            .iter()
+            .map(|s| s.local_addr().expect("addr").port())
+            .collect();
+        assert_eq!(ports.len(), 3);
+        assert!(ports.iter().all(|&p| p == ports[0] && p != 0), "{ports:?}");
+        // Someone else's plain socket on a port is not shared.
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let err = bind_reuseport(taken.local_addr().expect("addr"), 2).expect_err("in use");
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
     }
 }
 

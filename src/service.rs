@@ -35,11 +35,11 @@ const LOG_FIELD_MAX: usize = 256;
 /// a reload builds a new one and swaps the `Arc`.
 #[derive(Debug)]
 pub struct Shared {
-    /// The decision's inputs.
-    pub policy: Policy,
-    /// The robots.txt responder.
-    pub robots: Robots,
-    /// The upstream client.
+    /// The decision's inputs (shared by the workers' copies).
+    pub policy: Arc<Policy>,
+    /// The robots.txt responder (shared by the workers' copies).
+    pub robots: Arc<Robots>,
+    /// The upstream client, with a connection pool per worker.
     pub upstream: Upstream,
     /// Emit access-log events.
     pub access_log: bool,
@@ -79,17 +79,17 @@ impl Shared {
         };
         let classifier = Classifier::new(&lists)?;
         Ok(Self {
-            policy: Policy {
+            policy: Arc::new(Policy {
                 classifier,
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
-            },
-            robots: Robots::new(
+            }),
+            robots: Arc::new(Robots::new(
                 &config.blocked_params,
                 &config.robots_disallow,
                 &config.robots_extra,
                 config.sitemap_dir.clone(),
-            ),
+            )),
             upstream: Upstream::new(config)?,
             access_log: config.access_log,
             header_read_timeout: config.proxy.header_read_timeout,
@@ -100,6 +100,26 @@ impl Shared {
             h2c: config.proxy.h2c,
             http2_idle_timeout: config.proxy.http2_idle_timeout,
         })
+    }
+}
+
+impl Shared {
+    /// A copy for another worker thread: the same rules and settings, and
+    /// an upstream connection pool of its own.
+    pub fn for_worker(&self) -> Self {
+        Self {
+            policy: Arc::clone(&self.policy),
+            robots: Arc::clone(&self.robots),
+            upstream: self.upstream.with_own_pool(),
+            access_log: self.access_log,
+            header_read_timeout: self.header_read_timeout,
+            shutdown_grace: self.shutdown_grace,
+            rules_source: self.rules_source.clone(),
+            limits: self.limits.clone(),
+            hsts: self.hsts.clone(),
+            h2c: self.h2c,
+            http2_idle_timeout: self.http2_idle_timeout,
+        }
     }
 }
 

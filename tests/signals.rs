@@ -32,7 +32,7 @@ fn write_config(
 ) {
     let text = format!(
         "listen = \"{listen}\"\nupstream = \"{upstream}\"\nrules_dir = {rules:?}\n\
-         [proxy]\nshutdown_grace = \"20s\"\n\
+         [proxy]\nshutdown_grace = \"20s\"\nworkers = 3\n\
          [tls]\nlisten = \"{tls}\"\ncerts = {certs:?}\n",
         rules = rules.display().to_string(),
         certs = certs.display().to_string(),
@@ -147,6 +147,11 @@ async fn sighup_reloads_rules_and_certificates_while_a_download_streams() {
         class_of(addr, &upstream, FETCHER).await == "1"
     })
     .await;
+    // Every worker (each with its own state cell) has the new rules: new
+    // connections land on any of the three.
+    for _ in 0..30 {
+        assert_eq!(class_of(addr, &upstream, FETCHER).await, "1");
+    }
 
     let stream = t::handshake(
         tls_addr,
