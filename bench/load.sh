@@ -97,11 +97,11 @@ PIDS+=($!)
 wait_port "$ORIGIN_PORT"
 
 # --- the two proxies -------------------------------------------------------
-start_peer() { # access log: off | file
+start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
     local log=off
     [[ $1 == file ]] && log=$RUN/peer-access.log
     sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
-        bench/peers/nginx.conf > "$RUN/peer.conf"
+        "${2:-bench/peers/nginx.conf}" > "$RUN/peer.conf"
     taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" &
     PEER_PID=$!
     PIDS+=("$PEER_PID")
@@ -126,6 +126,15 @@ stop_pid() {
     kill "$1" 2>/dev/null || true
     for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
     kill -9 "$1" 2>/dev/null || true
+}
+
+# start_proxy NAME LOG: starts crawlgate, nginx or nginx-lean; sets PID, PORT.
+start_proxy() {
+    case $1 in
+        crawlgate) start_crawlgate "$2"; PID=$CG_PID; PORT=$CG_PORT ;;
+        nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
+        nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
+    esac
 }
 
 # All processes of a proxy: the process and its children (nginx's worker).
@@ -206,27 +215,24 @@ echo "# crawlgate $("$CRAWLGATE_BIN" --version) vs $("$NGINX" -v 2>&1 | sed 's/.
 echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
 
 # --- throughput scenarios, alternated ---------------------------------------
+PROXIES=(crawlgate nginx)
+# The lean peer (generic tokens only) shows what the proxying itself costs.
+((SMOKE)) || [[ ${LEAN:-1} == 0 ]] || PROXIES+=(nginx-lean)
 for round in $(seq "$ROUNDS"); do
     run_wrk pass origin "$ORIGIN_PORT" pass
-    for proxy in crawlgate nginx; do
-        if [[ $proxy == crawlgate ]]; then
-            start_crawlgate off; pids=$(proc_family "$CG_PID"); port=$CG_PORT
-        else
-            start_peer off; pids=$(proc_family "$PEER_PID"); port=$PEER_PORT
-        fi
+    for proxy in "${PROXIES[@]}"; do
+        start_proxy "$proxy" off
+        pids=$(proc_family "$PID")
         # shellcheck disable=SC2086
-        run_wrk mixed "$proxy" "$port" mixed $pids
+        run_wrk mixed "$proxy" "$PORT" mixed $pids
         # shellcheck disable=SC2086
-        run_wrk pass "$proxy" "$port" pass $pids
-        if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
-        if [[ $proxy == crawlgate ]]; then
-            start_crawlgate file; pids=$(proc_family "$CG_PID"); port=$CG_PORT
-        else
-            start_peer file; pids=$(proc_family "$PEER_PID"); port=$PEER_PORT
-        fi
+        run_wrk pass "$proxy" "$PORT" pass $pids
+        stop_pid "$PID"
+        start_proxy "$proxy" file
+        pids=$(proc_family "$PID")
         # shellcheck disable=SC2086
-        run_wrk mixed-logged "$proxy" "$port" mixed $pids
-        if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
+        run_wrk mixed-logged "$proxy" "$PORT" mixed $pids
+        stop_pid "$PID"
     done
 done
 
@@ -234,11 +240,8 @@ done
 MEM=$RUN/memory.tsv
 : > "$MEM"
 for proxy in crawlgate nginx; do
-    if [[ $proxy == crawlgate ]]; then
-        start_crawlgate off; pid=$CG_PID; port=$CG_PORT
-    else
-        start_peer off; pid=$PEER_PID; port=$PEER_PORT
-    fi
+    start_proxy "$proxy" off
+    pid=$PID port=$PORT
     pids=$(proc_family "$pid")
     curl -s -o /dev/null -H 'Host: example.com' "http://127.0.0.1:$port/article/1"
     # shellcheck disable=SC2086
@@ -253,11 +256,9 @@ for proxy in crawlgate nginx; do
     wait "$IDLE_PID" 2>/dev/null || true
 
     # Streaming on a fresh process, so that its peak RSS is the streams'.
-    if [[ $proxy == crawlgate ]]; then
-        stop_pid "$CG_PID"; start_crawlgate off; pid=$CG_PID
-    else
-        stop_pid "$PEER_PID"; start_peer off; pid=$PEER_PID
-    fi
+    stop_pid "$pid"
+    start_proxy "$proxy" off
+    pid=$PID
     pids=$(proc_family "$pid")
     start=$(date +%s%N)
     got=$(curl -s -o /dev/null -w '%{size_download}' -H 'Host: example.com' "http://127.0.0.1:$port/big")
@@ -271,7 +272,7 @@ for proxy in crawlgate nginx; do
     read -r up_code up_size <<< "$up"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$idle_before" "$idle_after" "$n" \
         "$got" "$down_ns" "$up_code" "$up_size" "$up_ns" "$peak" >> "$MEM"
-    if [[ $proxy == crawlgate ]]; then stop_pid "$CG_PID"; else stop_pid "$PEER_PID"; fi
+    stop_pid "$pid"
 done
 
 python3 bench/report.py "$RESULTS" "$MEM" "$STREAM_MIB" "$SMOKE"

@@ -48,7 +48,7 @@ def main() -> int:
     print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name in ["pass", "mixed", "mixed-logged"]:
-        for proxy in ["origin", "crawlgate", "nginx"]:
+        for proxy in ["origin", "crawlgate", "nginx", "nginx-lean"]:
             if (name, proxy) not in runs:
                 continue
             print(
@@ -56,14 +56,17 @@ def main() -> int:
                 f"{fmt(med(name, proxy, 'p50'), '.2f')} | {fmt(med(name, proxy, 'p99'), '.2f')} | "
                 f"{fmt(med(name, proxy, 'cpu'), '.1f')} |"
             )
-    print("\n| scenario | CPU/req crawlgate ÷ nginx (target ≤ 0.90) | req/s crawlgate ÷ nginx (≥ 1) | p99 crawlgate ÷ nginx (≤ 1) |")
-    print("| --- | ---: | ---: | ---: |")
-    for name in ["pass", "mixed", "mixed-logged"]:
-        print(
-            f"| {name} | {ratio(med(name, 'crawlgate', 'cpu'), med(name, 'nginx', 'cpu'))} | "
-            f"{ratio(med(name, 'crawlgate', 'rps'), med(name, 'nginx', 'rps'))} | "
-            f"{ratio(med(name, 'crawlgate', 'p99'), med(name, 'nginx', 'p99'))} |"
-        )
+    for peer in ["nginx", "nginx-lean"]:
+        if not any(p == peer for _, p in runs):
+            continue
+        print(f"\n| scenario | CPU/req crawlgate ÷ {peer} (target ≤ 0.90) | req/s crawlgate ÷ {peer} (≥ 1) | p99 crawlgate ÷ {peer} (≤ 1) |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in ["pass", "mixed", "mixed-logged"]:
+            print(
+                f"| {name} | {ratio(med(name, 'crawlgate', 'cpu'), med(name, peer, 'cpu'))} | "
+                f"{ratio(med(name, 'crawlgate', 'rps'), med(name, peer, 'rps'))} | "
+                f"{ratio(med(name, 'crawlgate', 'p99'), med(name, peer, 'p99'))} |"
+            )
 
     print("\n## Memory and streaming\n")
     print("| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")

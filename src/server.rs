@@ -220,8 +220,7 @@ struct AcceptCtx<'a> {
 }
 
 /// Connection builders for one generation of [`Shared`], rebuilt when a
-/// reload changes it.
-#[derive(Clone)]
+/// reload changes it, and shared by the connections (one `Arc` each).
 struct Builders {
     shared: Arc<Shared>,
     /// HTTP/1 only (plain port without h2c; TLS with ALPN `http/1.1`).
@@ -257,7 +256,7 @@ impl Builders {
 
 async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: AcceptCtx<'_>) {
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut builders = Builders::new(ctx.live.load_full());
+    let mut builders = Arc::new(Builders::new(ctx.live.load_full()));
     let mut backoff = Duration::from_millis(5);
     loop {
         let permit = tokio::select! {
@@ -286,11 +285,11 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
         let _ = stream.set_nodelay(true);
         let current = ctx.live.load();
         if !Arc::ptr_eq(&current, &builders.shared) {
-            builders = Builders::new(arc_swap::Guard::into_inner(current));
+            builders = Arc::new(Builders::new(arc_swap::Guard::into_inner(current)));
         }
         let conn = Conn {
             live: Arc::clone(ctx.live),
-            builders: builders.clone(),
+            builders: Arc::clone(&builders),
             peer,
             scheme,
             phase: ctx.phase.clone(),
@@ -311,7 +310,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
 /// One accepted connection and what serving it needs.
 struct Conn {
     live: Arc<Live>,
-    builders: Builders,
+    builders: Arc<Builders>,
     peer: SocketAddr,
     scheme: &'static str,
     phase: watch::Receiver<Phase>,
@@ -366,8 +365,14 @@ impl Conn {
                 } else {
                     &builders.any
                 };
-                let service =
-                    service_fn(move |req| service::handle(live.load_full(), peer, scheme, req));
+                // Boxed: hyper's HTTP/1 connection keeps room for one
+                // service future for its whole life, so an inline future
+                // (several KiB while forwarding) would be held by every idle
+                // keep-alive connection; boxed, it is allocated only while
+                // a request is in flight.
+                let service = service_fn(move |req| {
+                    Box::pin(service::handle(live.load_full(), peer, scheme, req))
+                });
                 let conn = builder.serve_connection(io, service);
                 drive(conn, phase, None, peer).await;
             }

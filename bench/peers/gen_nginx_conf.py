@@ -55,11 +55,13 @@ def token_regex(line: str) -> str:
     return out
 
 
-def tokens() -> list[str]:
+def tokens(only: str | None = None) -> list[str]:
     out = []
     for path in sorted((ROOT / "rules").glob("*.txt")):
         if path.name.startswith("human"):
             continue  # exceptions cannot be expressed in one nginx map
+        if only and path.stem != only:
+            continue
         for raw in path.read_text().splitlines():
             line = raw.split("#", 1)[0].strip()
             if line:
@@ -188,10 +190,20 @@ def map_lines(toks: list[str], limit: int = 3800) -> str:
 
 
 def main() -> None:
-    text = TEMPLATE.replace("@TOKENS@", map_lines(tokens()))
-    out = ROOT / "bench" / "peers" / "nginx.conf"
-    out.write_text(text)
-    print(f"{out}: {len(tokens())} tokens")
+    # The peer: the same tokens as crawlgate. The lean peer: only the
+    # generic marks (bot, crawl, spider, ...), close to the short list of
+    # shared/DESIGN.md, to show the cost of the proxying machinery itself.
+    for name, only in [("nginx.conf", None), ("nginx-lean.conf", "generic")]:
+        toks = tokens(only)
+        text = TEMPLATE.replace("@TOKENS@", map_lines(toks))
+        if only:
+            text = text.replace(
+                "# nginx doing crawlgate's job,",
+                f"# nginx doing crawlgate's job with only rules/{only}.txt (a lean reference),",
+            )
+        out = ROOT / "bench" / "peers" / name
+        out.write_text(text)
+        print(f"{out}: {len(toks)} tokens")
 
 
 if __name__ == "__main__":
