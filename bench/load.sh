@@ -8,6 +8,7 @@
 #                            every scenario produced the expected status mix
 #
 # Environment: DURATION (s, default 10), ROUNDS (default 3: A B A B A B),
+# ONLY (throughput | memory: one part only), LEAN (0: no nginx-lean runs),
 # CONNS (wrk connections, 64), IDLE_CONNS (5000), STREAM_MIB (1024),
 # CRAWLGATE_BIN (default: build target/release/crawlgate),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
@@ -52,7 +53,7 @@ trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 BASE=$((20000 + $$ % 20000))
-ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2))
+ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2)) STREAM_PORT=$((BASE + 3))
 RESULTS=$RUN/results.tsv
 : > "$RESULTS"
 
@@ -68,7 +69,11 @@ wait_port() {
 # --- the origin: nginx, 1 worker, a 2 KB page and a large body ------------
 mkdir -p "$RUN/www"
 head -c 2048 /dev/zero | tr '\0' 'x' > "$RUN/www/page.html"
-truncate -s "${STREAM_MIB}M" "$RUN/www/big"
+truncate -s "${STREAM_MIB}M" "$RUN/upload.bin"
+# Read it once: the first read of a sparse file fills the page cache with
+# zero pages at a few hundred MiB/s, which would slow whichever proxy goes
+# first.
+cat "$RUN/upload.bin" > /dev/null
 chmod -R a+rX "$RUN/www"
 cat > "$RUN/origin.conf" <<CONF
 worker_processes 1;
@@ -86,8 +91,6 @@ http {
     server {
         listen 127.0.0.1:$ORIGIN_PORT reuseport backlog=4096;
         root $RUN/www;
-        location = /big { default_type application/octet-stream; }
-        location = /upload { return 200 "ok\n"; }
         location / { default_type text/html; try_files /page.html =404; }
     }
 }
@@ -95,12 +98,18 @@ CONF
 taskset -c "$LOAD_CPU" "$NGINX" -c "$RUN/origin.conf" -p "$RUN" &
 PIDS+=($!)
 wait_port "$ORIGIN_PORT"
+# The streaming origin reads a whole upload before it answers.
+taskset -c "$LOAD_CPU" python3 bench/stream_origin.py "$STREAM_PORT" &
+PIDS+=($!)
+wait_port "$STREAM_PORT"
+# Where the proxies forward to: the nginx origin, or the streaming one.
+UPSTREAM_PORT=$ORIGIN_PORT
 
 # --- the two proxies -------------------------------------------------------
 start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
     local log=off
     [[ $1 == file ]] && log=$RUN/peer-access.log
-    sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
+    sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$UPSTREAM_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
         "${2:-bench/peers/nginx.conf}" > "$RUN/peer.conf"
     taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" &
     PEER_PID=$!
@@ -115,7 +124,7 @@ start_crawlgate() { # access log: off | file
         config=$RUN/crawlgate-log.toml
     fi
     RUST_LOG=info taskset -c "$PROXY_CPU" "$CRAWLGATE_BIN" --config "$config" \
-        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
+        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
         2> "$RUN/crawlgate-$1.log" &
     CG_PID=$!
     PIDS+=("$CG_PID")
@@ -218,6 +227,8 @@ echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
 PROXIES=(crawlgate nginx)
 # The lean peer (generic tokens only) shows what the proxying itself costs.
 ((SMOKE)) || [[ ${LEAN:-1} == 0 ]] || PROXIES+=(nginx-lean)
+# ONLY=memory skips the throughput runs (ONLY=throughput the rest).
+[[ ${ONLY:-} == memory ]] && ROUNDS=0
 for round in $(seq "$ROUNDS"); do
     run_wrk pass origin "$ORIGIN_PORT" pass
     for proxy in "${PROXIES[@]}"; do
@@ -239,15 +250,20 @@ done
 # --- memory with idle keep-alive connections, and streaming -----------------
 MEM=$RUN/memory.tsv
 : > "$MEM"
-for proxy in crawlgate nginx; do
+MEM_PROXIES=(crawlgate nginx)
+[[ ${ONLY:-} == throughput ]] && MEM_PROXIES=()
+for proxy in "${MEM_PROXIES[@]}"; do
     start_proxy "$proxy" off
     pid=$PID port=$PORT
     pids=$(proc_family "$pid")
-    curl -s -o /dev/null -H 'Host: example.com' "http://127.0.0.1:$port/article/1"
+    # Fill the upstream keep-alive pools first (a fixed cost of both
+    # proxies, not a per-connection one), then take the baseline.
+    taskset -c "$LOAD_CPU" wrk -t1 -c600 -d1s -s bench/mix.lua "http://127.0.0.1:$port" -- pass > /dev/null
+    sleep 1
     # shellcheck disable=SC2086
     idle_before=$(rss_kib VmRSS $pids)
     coproc IDLE { python3 bench/idle_conns.py 127.0.0.1 "$port" "$IDLE_CONNS"; }
-    read -r ready n <&"${IDLE[0]}"
+    read -r -t 120 ready n <&"${IDLE[0]}"
     [[ $ready == READY ]] || { echo "idle connections failed" >&2; exit 1; }
     sleep 1
     # shellcheck disable=SC2086
@@ -255,17 +271,21 @@ for proxy in crawlgate nginx; do
     exec {IDLE[1]}>&-
     wait "$IDLE_PID" 2>/dev/null || true
 
-    # Streaming on a fresh process, so that its peak RSS is the streams'.
+    # Streaming on a fresh process, so that its peak RSS is the streams',
+    # in front of the streaming origin.
     stop_pid "$pid"
+    UPSTREAM_PORT=$STREAM_PORT
     start_proxy "$proxy" off
+    UPSTREAM_PORT=$ORIGIN_PORT
     pid=$PID
     pids=$(proc_family "$pid")
     start=$(date +%s%N)
-    got=$(curl -s -o /dev/null -w '%{size_download}' -H 'Host: example.com' "http://127.0.0.1:$port/big")
+    got=$(curl -s --max-time 300 -o /dev/null -w '%{size_download}' -H 'Host: example.com' \
+        "http://127.0.0.1:$port/big?bytes=$((STREAM_MIB * 1048576))")
     down_ns=$(($(date +%s%N) - start))
     start=$(date +%s%N)
-    up=$(curl -s -o /dev/null -w '%{http_code} %{size_upload}' -H 'Host: example.com' -H 'Expect:' \
-        -X POST -T "$RUN/www/big" "http://127.0.0.1:$port/upload")
+    up=$(curl -s --max-time 300 -o /dev/null -w '%{http_code} %{size_upload}' -H 'Host: example.com' \
+        -H 'Expect:' -X POST -T "$RUN/upload.bin" "http://127.0.0.1:$port/upload")
     up_ns=$(($(date +%s%N) - start))
     # shellcheck disable=SC2086
     peak=$(rss_kib VmHWM $pids)
