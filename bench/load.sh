@@ -52,7 +52,10 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-BASE=$((20000 + $$ % 20000))
+# Below the ephemeral range (32768 and up by default), so that no outgoing
+# connection holds a port the proxies must bind.
+read -r EPHEMERAL_LOW _ < /proc/sys/net/ipv4/ip_local_port_range
+BASE=$((10000 + $$ % (EPHEMERAL_LOW - 10010)))
 ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2)) STREAM_PORT=$((BASE + 3))
 RESULTS=$RUN/results.tsv
 : > "$RESULTS"
@@ -228,8 +231,9 @@ PROXIES=(crawlgate nginx)
 # The lean peer (generic tokens only) shows what the proxying itself costs.
 ((SMOKE)) || [[ ${LEAN:-1} == 0 ]] || PROXIES+=(nginx-lean)
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
-[[ ${ONLY:-} == memory ]] && ROUNDS=0
-for round in $(seq "$ROUNDS"); do
+THROUGHPUT_ROUNDS=$ROUNDS
+[[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0
+for round in $(seq "$THROUGHPUT_ROUNDS"); do
     run_wrk pass origin "$ORIGIN_PORT" pass
     for proxy in "${PROXIES[@]}"; do
         start_proxy "$proxy" off
@@ -271,28 +275,35 @@ for proxy in "${MEM_PROXIES[@]}"; do
     exec {IDLE[1]}>&-
     wait "$IDLE_PID" 2>/dev/null || true
 
-    # Streaming on a fresh process, so that its peak RSS is the streams',
-    # in front of the streaming origin.
     stop_pid "$pid"
-    UPSTREAM_PORT=$STREAM_PORT
-    start_proxy "$proxy" off
-    UPSTREAM_PORT=$ORIGIN_PORT
-    pid=$PID
-    pids=$(proc_family "$pid")
-    start=$(date +%s%N)
-    got=$(curl -s --max-time 300 -o /dev/null -w '%{size_download}' -H 'Host: example.com' \
-        "http://127.0.0.1:$port/big?bytes=$((STREAM_MIB * 1048576))")
-    down_ns=$(($(date +%s%N) - start))
-    start=$(date +%s%N)
-    up=$(curl -s --max-time 300 -o /dev/null -w '%{http_code} %{size_upload}' -H 'Host: example.com' \
-        -H 'Expect:' -X POST -T "$RUN/upload.bin" "http://127.0.0.1:$port/upload")
-    up_ns=$(($(date +%s%N) - start))
-    # shellcheck disable=SC2086
-    peak=$(rss_kib VmHWM $pids)
-    read -r up_code up_size <<< "$up"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$idle_before" "$idle_after" "$n" \
-        "$got" "$down_ns" "$up_code" "$up_size" "$up_ns" "$peak" >> "$MEM"
-    stop_pid "$pid"
+    printf 'idle\t%s\t%s\t%s\t%s\n' "$proxy" "$idle_before" "$idle_after" "$n" >> "$MEM"
+done
+
+# Streaming, alternated like the throughput runs, each on a fresh process
+# (so that its peak RSS is the streams') in front of the streaming origin.
+STREAM_PROXIES=("${MEM_PROXIES[@]}")
+((${#STREAM_PROXIES[@]})) || STREAM_ROUNDS=0
+for round in $(seq "${STREAM_ROUNDS:-$ROUNDS}"); do
+    for proxy in "${STREAM_PROXIES[@]}"; do
+        UPSTREAM_PORT=$STREAM_PORT
+        start_proxy "$proxy" off
+        UPSTREAM_PORT=$ORIGIN_PORT
+        pid=$PID port=$PORT
+        pids=$(proc_family "$pid")
+        start=$(date +%s%N)
+        got=$(curl -s --max-time 300 -o /dev/null -w '%{size_download}' -H 'Host: example.com' \
+            "http://127.0.0.1:$port/big?bytes=$((STREAM_MIB * 1048576))")
+        down_ns=$(($(date +%s%N) - start))
+        start=$(date +%s%N)
+        up=$(curl -s --max-time 300 -o /dev/null -w '%{http_code} %{size_upload}' -H 'Host: example.com' \
+            -H 'Expect:' -X POST -T "$RUN/upload.bin" "http://127.0.0.1:$port/upload")
+        up_ns=$(($(date +%s%N) - start))
+        # shellcheck disable=SC2086
+        peak=$(rss_kib VmHWM $pids)
+        read -r up_code up_size <<< "$up"
+        printf 'stream\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$proxy" "$got" "$down_ns" "$up_code" "$up_size" "$up_ns" "$peak" >> "$MEM"
+        stop_pid "$pid"
+    done
 done
 
 python3 bench/report.py "$RESULTS" "$MEM" "$STREAM_MIB" "$SMOKE"

@@ -2,8 +2,8 @@
 """Turns bench/load.sh's raw rows into the table of medians and ratios.
 
 results.tsv: scenario proxy requests duration_us p50_us p99_us cpu_us socket_errors
-memory.tsv:  proxy rss_before_kib rss_after_kib idle_conns down_bytes down_ns
-             up_status up_bytes up_ns peak_rss_kib
+memory.tsv:  idle proxy rss_before_kib rss_after_kib idle_conns, or
+             stream proxy down_bytes down_ns up_status up_bytes up_ns peak_rss_kib
 In smoke mode it also fails (exit 1) when a run had socket errors or a
 stream did not move every byte.
 """
@@ -69,20 +69,41 @@ def main() -> int:
             )
 
     print("\n## Memory and streaming\n")
-    print("| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")
-    print("| --- | ---: | ---: | ---: | ---: |")
     want = stream_mib * 1024 * 1024
+    idle, streams = {}, defaultdict(list)
     for line in open(memory):
         f = line.rstrip("\n").split("\t")
-        proxy = f[0]
-        before, after, n, down, down_ns, up_status, up_bytes, up_ns, peak = map(int, f[1:])
-        per_conn = (after - before) / n if n else 0
-        down_rate = down / 1048576 / (down_ns / 1e9)
-        up_rate = up_bytes / 1048576 / (up_ns / 1e9)
-        print(f"| {proxy} | {per_conn:.1f} ({n} connections) | {down_rate:,.0f} | {up_rate:,.0f} | {peak / 1024:.1f} |")
-        if down != want or up_status != 200 or up_bytes != want:
-            print(f"stream {proxy}: down {down} B, up {up_status} {up_bytes} B, want {want} B each way")
-            ok = False
+        if f[0] == "idle":
+            before, after, n = map(int, f[2:])
+            idle[f[1]] = ((after - before) / n if n else 0, n)
+        else:
+            down, down_ns, up_status, up_bytes, up_ns, peak = map(int, f[2:])
+            streams[f[1]].append(
+                (down / 1048576 / (down_ns / 1e9), up_bytes / 1048576 / (up_ns / 1e9), peak / 1024)
+            )
+            if down != want or up_status != 200 or up_bytes != want:
+                print(f"stream {f[1]}: down {down} B, up {up_status} {up_bytes} B, want {want} B each way")
+                ok = False
+    print(f"| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for proxy in ["crawlgate", "nginx"]:
+        if proxy not in idle and proxy not in streams:
+            continue
+        per_conn, n = idle.get(proxy, (0, 0))
+        rows = streams.get(proxy, [])
+        down = statistics.median(r[0] for r in rows) if rows else 0
+        up = statistics.median(r[1] for r in rows) if rows else 0
+        peak = max((r[2] for r in rows), default=0)
+        print(f"| {proxy} | {per_conn:.1f} ({n} connections) | {down:,.0f} | {up:,.0f} | {peak:.1f} |")
+    if "crawlgate" in streams and "nginx" in streams:
+        cg, ng = streams["crawlgate"], streams["nginx"]
+        print(
+            f"\nStreaming, medians of {len(cg)} runs each: down crawlgate ÷ nginx "
+            f"{statistics.median(r[0] for r in cg) / statistics.median(r[0] for r in ng):.2f}, "
+            f"up {statistics.median(r[1] for r in cg) / statistics.median(r[1] for r in ng):.2f} "
+            f"(target ≥ 0.90); every run: {', '.join(f'{r[0]:,.0f}/{r[1]:,.0f}' for r in cg)} (crawlgate) "
+            f"vs {', '.join(f'{r[0]:,.0f}/{r[1]:,.0f}' for r in ng)} (nginx) MiB/s down/up"
+        )
     return 0 if ok else 1
 
 
