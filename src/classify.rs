@@ -96,6 +96,13 @@ pub struct Classifier {
 /// by one byte less, so every occurrence lies wholly inside one slice.
 const QUICK_PREFIX: usize = 8;
 
+/// Where the full scan may start when the earliest token prefix found by
+/// the quick check ends at byte `end`: every token's prefix ends at `end`
+/// or later, and a prefix is at most [`QUICK_PREFIX`] bytes long.
+fn scan_start(end: usize) -> usize {
+    (end + 1).saturating_sub(QUICK_PREFIX)
+}
+
 impl Classifier {
     /// Compiles `lists` into one automaton.
     pub fn new(lists: &RuleLists) -> Result<Self, RulesError> {
@@ -197,14 +204,16 @@ impl Classifier {
         let n = ua.len();
         let q = n / 4;
         if q <= OVERLAP {
-            return self.walk(ua);
+            return self.walk(ua, 0, self.quick_start).map(scan_start);
         }
         // Slice k holds the occurrences that end in [k*q, (k+1)*q) (the
         // last one: up to n), starting up to OVERLAP bytes earlier.
+        let offsets = [0, q - OVERLAP, 2 * q - OVERLAP, 3 * q - OVERLAP];
         let s0 = &ua[..q];
-        let s1 = &ua[q - OVERLAP..2 * q];
-        let s2 = &ua[2 * q - OVERLAP..3 * q];
-        let s3 = &ua[3 * q - OVERLAP..];
+        let s1 = &ua[offsets[1]..2 * q];
+        let s2 = &ua[offsets[2]..3 * q];
+        let s3 = &ua[offsets[3]..];
+        let slices = [s0, s1, s2, s3];
         let dfa = &self.quick;
         let step = |sid: &mut StateID, byte: u8| {
             *sid = dfa.next_state(Anchored::No, *sid, byte);
@@ -217,30 +226,40 @@ impl Classifier {
                 | step(&mut ids[1], b1)
                 | step(&mut ids[2], b2)
                 | step(&mut ids[3], b3);
-            if special && ids.iter().any(|&sid| dfa.is_match(sid)) {
-                // Lane 0 has walked bytes 0..=i without an earlier match.
-                return Some((i + 1).saturating_sub(QUICK_PREFIX));
+            if !special {
+                continue;
             }
-        }
-        let tails = [(&s1[q..], 1), (&s2[q..], 2), (&s3[q..], 3)];
-        for (tail, k) in tails {
-            for &b in tail {
-                if step(&mut ids[k], b) && dfa.is_match(ids[k]) {
-                    // Lane 0 has walked all of 0..q without a match.
-                    return Some((q + 1).saturating_sub(QUICK_PREFIX));
+            let Some(k) = ids.iter().position(|&sid| dfa.is_match(sid)) else {
+                continue;
+            };
+            // Lane k has the first prefix end at or after step i; a lane
+            // before it may still hold an earlier one beyond step i: walk
+            // those on to their first match, and start at the earliest.
+            let mut earliest = offsets[k] + i;
+            for j in 0..k {
+                if let Some(end) = self.walk(slices[j], i + 1, ids[j]) {
+                    earliest = earliest.min(offsets[j] + end);
+                    break; // lane j's positions all precede lane j+1's
                 }
+            }
+            return Some(scan_start(earliest));
+        }
+        // Lane 0 is done without a match; the tails in lane order.
+        for k in 1..4 {
+            if let Some(end) = self.walk(slices[k], q, ids[k]) {
+                return Some(scan_start(offsets[k] + end));
             }
         }
         None
     }
 
-    /// [`Self::may_match`] in one walk, for short input.
-    fn walk(&self, ua: &[u8]) -> Option<usize> {
-        let mut sid = self.quick_start;
-        for (i, &b) in ua.iter().enumerate() {
+    /// Walks `bytes[from..]` in the quick DFA from state `sid`; the index
+    /// of the first byte that ends a token prefix.
+    fn walk(&self, bytes: &[u8], from: usize, mut sid: StateID) -> Option<usize> {
+        for (i, &b) in bytes.iter().enumerate().skip(from) {
             sid = self.quick.next_state(Anchored::No, sid, b);
             if self.quick.is_special(sid) && self.quick.is_match(sid) {
-                return Some((i + 1).saturating_sub(QUICK_PREFIX));
+                return Some(i);
             }
         }
         None

@@ -219,3 +219,46 @@ fn the_quick_check_never_hides_a_match() {
         }
     }
 }
+
+/// With two tokens, the scan never starts after the first, whichever lane
+/// finds a prefix first: a token late in the first quarter and one early in
+/// a later quarter (found first by the lockstep walk).
+#[test]
+fn the_scan_starts_at_or_before_the_first_of_two_tokens() {
+    let c = classifier();
+    let filler =
+        "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0 ".repeat(8);
+    let tokens: Vec<&[u8]> = c
+        .rules()
+        .iter()
+        .map(|r| r.token.as_bytes())
+        .filter(|t| t.len() <= 12)
+        .step_by(17)
+        .collect();
+    assert!(tokens.len() > 20);
+    for len in [64, 137, 300] {
+        let q = len / 4;
+        for (n, first) in tokens.iter().enumerate() {
+            let second = tokens[(n * 7 + 3) % tokens.len()];
+            for a in (0..len - first.len()).step_by(5) {
+                for lane in 1..4 {
+                    let b = (lane * q + (n % 9)).max(a + first.len());
+                    if b + second.len() > len {
+                        continue;
+                    }
+                    let mut ua = filler.as_bytes()[..len].to_vec();
+                    ua[a..a + first.len()].copy_from_slice(first);
+                    ua[b..b + second.len()].copy_from_slice(second);
+                    let from = c.may_match(&ua);
+                    assert!(
+                        from.is_some_and(|from| from <= a),
+                        "{:?} at {a}, {:?} at {b}, {len} bytes: {from:?}",
+                        String::from_utf8_lossy(first),
+                        String::from_utf8_lossy(second)
+                    );
+                    assert_eq!(c.classify(Some(&ua)), c.scan(&ua, 0));
+                }
+            }
+        }
+    }
+}
