@@ -566,3 +566,60 @@ async fn an_idle_http2_connection_is_closed_but_a_slow_stream_is_not() {
     assert!(send.is_closed());
     proxy.stop().await;
 }
+
+#[tokio::test]
+async fn a_silent_or_plain_text_client_on_the_tls_port_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Site {
+        ca,
+        upstream: _upstream,
+        proxy,
+        ..
+    } = Site::start(
+        "[proxy]\nheader_read_timeout = \"300ms\"",
+        &["example.test"],
+    )
+    .await;
+    let addr = proxy.tls_addr.expect("TLS");
+
+    // Plain HTTP to the TLS port: no panic, no hang; the connection ends
+    // (TLS alert or close), and the port keeps serving.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    let read =
+        tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "plain text on the TLS port was not closed");
+    assert!(!String::from_utf8_lossy(&buf).contains("200 OK"));
+
+    // A client that connects and never starts the handshake is cut after
+    // the header-read timeout.
+    let started = std::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        silent.read_to_end(&mut Vec::new()),
+    )
+    .await;
+    assert!(read.is_ok(), "a silent client was held open");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(250));
+
+    let stream = t::handshake(
+        addr,
+        t::client_config(ca.roots(), &[b"h2"]),
+        Some("example.test"),
+    )
+    .await
+    .expect("the port still serves");
+    let got = Client::connect(stream)
+        .await
+        .send(get(
+            &format!("https://example.test:{}/", addr.port()),
+            BROWSER,
+        ))
+        .await;
+    assert_eq!(got.status, 200);
+    proxy.stop().await;
+}
