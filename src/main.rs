@@ -227,11 +227,9 @@ fn check_config(file: &std::path::Path) -> ExitCode {
                 .tls
                 .as_ref()
                 .map(|t| {
-                    format!(
-                        ", tls {} with {} certificates",
-                        t.listen,
-                        loaded.certs.map_or(0, |c| c.loaded.len())
-                    )
+                    let n = loaded.certs.map_or(0, |c| c.loaded.len());
+                    let plural = if n == 1 { "" } else { "s" };
+                    format!(", tls {} with {n} certificate{plural}", t.listen)
                 })
                 .unwrap_or_default();
             println!(

@@ -623,3 +623,46 @@ async fn a_silent_or_plain_text_client_on_the_tls_port_is_closed() {
     assert_eq!(got.status, 200);
     proxy.stop().await;
 }
+
+#[test]
+fn check_config_loads_the_certificate_folder() {
+    let ca = Ca::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir_all(&certs).expect("mkdir");
+    t::write_flat(&certs, "site.crt", &ca.leaf(&["example.test"]));
+    let config = dir.path().join("crawlgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tls]\nlisten = \"127.0.0.1:8443\"\ncerts = {:?}\n",
+            certs.display().to_string()
+        ),
+    )
+    .expect("config");
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .arg("check-config")
+            .arg(&config)
+            .output()
+            .expect("run crawlgate")
+    };
+    let out = run();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("tls 127.0.0.1:8443 with 1 certificate,"),
+        "{stdout}"
+    );
+
+    // A key that does not belong to the certificate: exit 64, the file named.
+    std::fs::write(certs.join("site.key"), ca.leaf(&["other.test"]).key_pem).expect("key");
+    let out = run();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    assert!(
+        stderr.contains("site.key") && stderr.contains("does not match"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
