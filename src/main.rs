@@ -124,7 +124,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
             let signals = Signals::install()?;
             let workers = config.proxy.workers;
             let plain = bind(config.listen, workers)?;
-            let tls: Vec<Option<(std::net::TcpListener, TlsAcceptor)>> = match (&config.tls, &live.certs) {
+            let tls: Vec<Option<TlsSocket>> = match (&config.tls, &live.certs) {
                 (Some(tls), Some(certs)) => {
                     let server = crawlgate::tls::server_config(Arc::clone(certs), tls.http2)?;
                     let acceptor = TlsAcceptor::from(Arc::new(server));
@@ -140,20 +140,11 @@ fn run_proxy(args: RunArgs) -> ExitCode {
                 .zip(tls)
                 .map(|(plain, tls)| WorkerSockets { plain, tls })
                 .collect();
-            let shared = live.shared[0].load();
-            tracing::info!(
-                listen = %config.listen,
-                tls_listen = config.tls.as_ref().map(|t| tracing::field::display(t.listen)),
-                certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
-                upstream = %format_args!("{}://{}", config.upstream.scheme, config.upstream.authority),
-                rules = %shared.rules_source.as_deref().map_or("built-in".into(), |p| p.display().to_string()),
-                workers,
-                "crawlgate started",
-            );
-            if let Some(certs) = &live.certs {
-                log_certificates(&certs.current());
-            }
-            drop(shared);
+            let bound = sockets.first().map(|s| {
+                let addr = |l: &std::net::TcpListener| l.local_addr().ok();
+                (addr(&s.plain), s.tls.as_ref().and_then(|(l, _)| addr(l)))
+            });
+            log_start(&config, &live, bound.unwrap_or_default());
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             let cells = live.shared.clone();
             let served = tokio::task::spawn_blocking(move || {
@@ -163,10 +154,41 @@ fn run_proxy(args: RunArgs) -> ExitCode {
                 served = served => served.context("the workers' supervisor failed")??,
                 () = signals.run(&live, stop_tx) => {}
             }
+            tracing::info!("stopped");
             Ok(())
         })
     });
     finish(result)
+}
+
+/// A worker's HTTPS socket and the acceptor holding the certificates.
+type TlsSocket = (std::net::TcpListener, TlsAcceptor);
+
+/// The start-up log line: the addresses actually bound (port 0 resolved),
+/// the upstream, the rules, the certificates.
+fn log_start(
+    config: &crawlgate::config::Config,
+    live: &Live,
+    (listen, tls_listen): (Option<SocketAddr>, Option<SocketAddr>),
+) {
+    let shared = live.shared[0].load();
+    let rules = shared
+        .rules_source
+        .as_deref()
+        .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
+    let upstream = &config.upstream;
+    tracing::info!(
+        listen = %listen.unwrap_or(config.listen),
+        tls_listen = tls_listen.map(tracing::field::display),
+        certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
+        upstream = %format_args!("{}://{}", upstream.scheme, upstream.authority),
+        rules = %rules,
+        workers = config.proxy.workers,
+        "crawlgate started",
+    );
+    if let Some(certs) = &live.certs {
+        log_certificates(&certs.current());
+    }
 }
 
 /// Binds `addr` once per worker.
@@ -308,7 +330,9 @@ impl Signals {
                 }
             }
         }
-        tracing::info!("shutdown signal received; a second one exits at once");
+        tracing::info!(
+            "shutdown signal received: draining connections; a second signal exits at once"
+        );
         let _ = stop.send(true);
         tokio::select! {
             _ = self.term.recv() => {},

@@ -188,9 +188,9 @@ async fn serve_with(
 
     let grace = live.load().shutdown_grace;
     let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
-    tracing::info!(grace = ?grace, "shutting down: draining connections");
+    tracing::debug!(grace = ?grace, "draining connections");
     tokio::select! {
-        _ = permits.acquire_many(all) => tracing::info!("all connections drained"),
+        _ = permits.acquire_many(all) => tracing::debug!("all connections drained"),
         () = tokio::time::sleep(grace) => {
             tracing::warn!("grace period over; closing remaining connections");
             let _ = phase_tx.send(Phase::Close);
