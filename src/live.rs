@@ -148,6 +148,8 @@ impl Live {
             .iter()
             .zip(per_worker(shared, self.shared.len()))
         {
+            // Each worker keeps its own pool when the upstream is the same.
+            let shared = shared.keeping_pool_of(&cell.load());
             cell.store(Arc::new(shared));
         }
         // Keep what only a restart can change; take everything else.

@@ -129,7 +129,7 @@ pub enum UpstreamTlsError {
 type Connector = HttpsConnector<HttpConnector>;
 
 /// How pooled upstream connections are kept.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct PoolSettings {
     idle_timeout: Duration,
     max_idle: usize,
@@ -146,10 +146,22 @@ impl PoolSettings {
     }
 }
 
+/// Everything a pooled plain-HTTP upstream connection depends on: a reload
+/// that changes none of it may keep the pools and their open connections.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PoolKey {
+    authority: Authority,
+    connect_timeout: Duration,
+    pool: PoolSettings,
+}
+
 /// The upstream origin and the pooled client that reaches it.
 #[derive(Debug)]
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
+    /// `None` for an `https://` upstream, whose pools a reload always
+    /// renews (the roots on disk may have changed).
+    key: Option<PoolKey>,
     /// The connector (with its TLS settings), for another pool.
     connector: Connector,
     pool: PoolSettings,
@@ -202,11 +214,17 @@ impl Upstream {
         };
         let client = pool.client(connector.clone());
         let authority = config.upstream.authority.clone();
+        let key = (!https).then(|| PoolKey {
+            authority: authority.clone(),
+            connect_timeout: config.proxy.connect_timeout,
+            pool,
+        });
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         Ok(Self {
             client,
+            key,
             connector,
             pool,
             scheme: config.upstream.scheme.clone(),
@@ -228,6 +246,7 @@ impl Upstream {
     pub fn with_own_pool(&self) -> Self {
         Self {
             client: self.pool.client(self.connector.clone()),
+            key: self.key.clone(),
             connector: self.connector.clone(),
             pool: self.pool,
             scheme: self.scheme.clone(),
@@ -241,6 +260,21 @@ impl Upstream {
             body_idle_timeout: self.body_idle_timeout,
             epoch: self.epoch,
         }
+    }
+
+    /// This upstream, with `old`'s connection pool when `old` reaches the
+    /// same plain-HTTP origin the same way: a reload that changes only
+    /// rules or other settings then keeps the worker's open upstream
+    /// connections instead of reconnecting. An `https://` upstream always
+    /// gets a new pool. `old` must be this worker's previous state (a pool
+    /// belongs to the event loop that drives its connections).
+    #[must_use]
+    pub fn keeping_pool_of(mut self, old: &Upstream) -> Self {
+        if self.key.is_some() && self.key == old.key {
+            self.client = old.client.clone();
+            self.connector = old.connector.clone();
+        }
+        self
     }
 
     /// Sends `req` upstream and returns the response with its body still
@@ -704,6 +738,45 @@ impl Body for ResponseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Overrides, RawConfig};
+
+    fn upstream(toml: &str) -> Upstream {
+        let raw = RawConfig::parse(toml).expect("toml");
+        let config = Config::from_raw(raw, &Overrides::default()).expect("valid");
+        Upstream::new(&config).expect("upstream")
+    }
+
+    /// Which reloads keep a worker's upstream pool: only those that leave
+    /// the plain-HTTP origin and the way it is reached alone.
+    #[test]
+    fn a_reload_keeps_the_pool_only_for_the_same_plain_upstream() {
+        let base = "upstream = \"http://127.0.0.1:8081\"\n";
+        let old = upstream(base);
+        let same = upstream(&format!("{base}[proxy]\nresponse_timeout = \"7s\"\n"));
+        assert!(same.key.is_some() && same.key == old.key);
+        for changed in [
+            "upstream = \"http://127.0.0.1:8082\"\n".to_owned(),
+            format!("{base}[proxy]\nconnect_timeout = \"9s\"\n"),
+            format!("{base}[proxy]\npool_max_idle = 3\n"),
+            format!("{base}[proxy]\npool_idle_timeout = \"3s\"\n"),
+        ] {
+            assert!(upstream(&changed).key != old.key, "{changed}");
+        }
+        // An https:// upstream is never kept: its roots may have changed.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = dir.path().join("ca.pem");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = rcgen::CertificateParams::new(vec!["ca.test".to_owned()])
+            .expect("params")
+            .self_signed(&key)
+            .expect("cert");
+        std::fs::write(&ca, cert.pem()).expect("write");
+        let https = upstream(&format!(
+            "upstream = \"https://127.0.0.1:8443\"\n[proxy]\nupstream_ca = {:?}\n",
+            ca.display().to_string()
+        ));
+        assert!(https.key.is_none());
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -121,6 +121,14 @@ impl Shared {
             http2_idle_timeout: self.http2_idle_timeout,
         }
     }
+
+    /// This state, keeping `old`'s upstream connection pool where the
+    /// upstream did not change (see [`Upstream::keeping_pool_of`]).
+    #[must_use]
+    pub fn keeping_pool_of(mut self, old: &Shared) -> Self {
+        self.upstream = self.upstream.keeping_pool_of(&old.upstream);
+        self
+    }
 }
 
 /// Serves one request from `peer`, reached over `scheme` (`http` or

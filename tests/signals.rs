@@ -217,6 +217,65 @@ async fn sighup_reloads_rules_and_certificates_while_a_download_streams() {
     drop(proxy);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_upstream_connections_unless_the_upstream_changes() {
+    use std::sync::atomic::Ordering;
+    let (first, second) = (Upstream::start().await, Upstream::start().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules");
+    std::fs::create_dir_all(&rules).expect("mkdir");
+    std::fs::write(rules.join("search.txt"), "Googlebot\n").expect("rules");
+    let addr = free_addr();
+    let config = dir.path().join("crawlgate.toml");
+    let write = |upstream: &Upstream| {
+        let text = format!(
+            "listen = \"{addr}\"\nupstream = \"{}\"\nrules_dir = {:?}\n[proxy]\nworkers = 1\n",
+            upstream.url(),
+            rules.display().to_string(),
+        );
+        std::fs::write(&config, text).expect("config");
+    };
+    write(&first);
+    let proxy = process::start(
+        &["--config", config.to_str().expect("utf-8 path")],
+        addr,
+        Stdio::null(),
+    );
+    for _ in 0..3 {
+        assert_eq!(class_of(addr, &first, FETCHER).await, "0");
+    }
+    assert_eq!(
+        first.connections.load(Ordering::SeqCst),
+        1,
+        "one pooled connection"
+    );
+
+    // New rules, same upstream: the pooled connection is kept.
+    std::fs::write(rules.join("search.txt"), "Googlebot\nFancyFetcher\n").expect("rules");
+    proxy.signal("HUP");
+    wait_for("the new rules", async || {
+        class_of(addr, &first, FETCHER).await == "1"
+    })
+    .await;
+    assert_eq!(
+        first.connections.load(Ordering::SeqCst),
+        1,
+        "a reload that left the upstream alone reconnected"
+    );
+
+    // Another upstream: new requests go there, on a connection of their own.
+    write(&second);
+    proxy.signal("HUP");
+    wait_for("the new upstream", async || {
+        get(addr, "example.test", "/who", Some(FIREFOX)).await;
+        !second.requests().is_empty()
+    })
+    .await;
+    assert_eq!(class_of(addr, &second, FETCHER).await, "1");
+    assert_eq!(second.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(first.connections.load(Ordering::SeqCst), 1);
+}
+
 fn tls_get(addr: SocketAddr, path: &str) -> http::Request<http_body_util::Full<Bytes>> {
     http::Request::get(format!("https://example.test:{}{path}", addr.port()))
         .header("user-agent", FIREFOX)
