@@ -57,6 +57,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 read -r EPHEMERAL_LOW _ < /proc/sys/net/ipv4/ip_local_port_range
 BASE=$((10000 + $$ % (EPHEMERAL_LOW - 10010)))
 ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2)) STREAM_PORT=$((BASE + 3))
+PEER_TLS_PORT=$((BASE + 4)) CG_TLS_PORT=$((BASE + 5))
 RESULTS=$RUN/results.tsv
 : > "$RESULTS"
 
@@ -109,10 +110,25 @@ wait_port "$STREAM_PORT"
 UPSTREAM_PORT=$ORIGIN_PORT
 
 # --- the two proxies -------------------------------------------------------
+# Both also listen with TLS (a throwaway self-signed certificate) for the
+# idle-connection figure over TLS; without openssl that figure is skipped.
+CG_TLS_ARGS=() PEER_TLS=
+if command -v openssl >/dev/null; then
+    mkdir "$RUN/certs"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=example.com -addext subjectAltName=DNS:example.com \
+        -keyout "$RUN/certs/example.com.key" -out "$RUN/certs/example.com.crt" 2>/dev/null
+    CG_TLS_ARGS=(--tls-listen "127.0.0.1:$CG_TLS_PORT" --certs "$RUN/certs")
+    PEER_TLS="listen 127.0.0.1:$PEER_TLS_PORT ssl; ssl_certificate $RUN/certs/example.com.crt; ssl_certificate_key $RUN/certs/example.com.key;"
+else
+    echo "# openssl is missing: no idle-connection figure over TLS"
+fi
+
 start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
     local log=off
     [[ $1 == file ]] && log=$RUN/peer-access.log
-    sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$UPSTREAM_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
+    sed -e "s|listen @LISTEN@ .*|& $PEER_TLS|" \
+        -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$UPSTREAM_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
         "${2:-bench/peers/nginx.conf}" > "$RUN/peer.conf"
     taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" &
     PEER_PID=$!
@@ -127,7 +143,7 @@ start_crawlgate() { # access log: off | file
         config=$RUN/crawlgate-log.toml
     fi
     RUST_LOG=info taskset -c "$PROXY_CPU" "$CRAWLGATE_BIN" --config "$config" \
-        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" \
+        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" "${CG_TLS_ARGS[@]}" \
         2> "$RUN/crawlgate-$1.log" &
     CG_PID=$!
     PIDS+=("$CG_PID")
@@ -256,17 +272,28 @@ MEM=$RUN/memory.tsv
 : > "$MEM"
 MEM_PROXIES=(crawlgate nginx)
 [[ ${ONLY:-} == throughput ]] && MEM_PROXIES=()
+IDLE_MODES=(plain)
+((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)
+for mode in "${IDLE_MODES[@]}"; do
 for proxy in "${MEM_PROXIES[@]}"; do
+    # A fresh process per mode: memory freed by the plain connections
+    # would otherwise be reused by the TLS ones.
     start_proxy "$proxy" off
     pid=$PID port=$PORT
     pids=$(proc_family "$pid")
+    idle_port=$port name=$proxy
+    if [[ $mode == tls ]]; then
+        name=$proxy-tls
+        idle_port=$CG_TLS_PORT
+        [[ $proxy == nginx ]] && idle_port=$PEER_TLS_PORT
+    fi
     # Fill the upstream keep-alive pools first (a fixed cost of both
     # proxies, not a per-connection one), then take the baseline.
     taskset -c "$LOAD_CPU" wrk -t1 -c600 -d1s -s bench/mix.lua "http://127.0.0.1:$port" -- pass > /dev/null
     sleep 1
     # shellcheck disable=SC2086
     idle_before=$(rss_kib VmRSS $pids)
-    coproc IDLE { python3 bench/idle_conns.py 127.0.0.1 "$port" "$IDLE_CONNS"; }
+    coproc IDLE { python3 bench/idle_conns.py 127.0.0.1 "$idle_port" "$IDLE_CONNS" "$mode"; }
     read -r -t 120 ready n <&"${IDLE[0]}"
     [[ $ready == READY ]] || { echo "idle connections failed" >&2; exit 1; }
     sleep 1
@@ -276,7 +303,8 @@ for proxy in "${MEM_PROXIES[@]}"; do
     wait "$IDLE_PID" 2>/dev/null || true
 
     stop_pid "$pid"
-    printf 'idle\t%s\t%s\t%s\t%s\n' "$proxy" "$idle_before" "$idle_after" "$n" >> "$MEM"
+    printf 'idle\t%s\t%s\t%s\t%s\n' "$name" "$idle_before" "$idle_after" "$n" >> "$MEM"
+done
 done
 
 # Streaming, alternated like the throughput runs, each on a fresh process

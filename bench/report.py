@@ -95,6 +95,13 @@ def main() -> int:
         up = statistics.median(r[1] for r in rows) if rows else 0
         peak = max((r[2] for r in rows), default=0)
         print(f"| {proxy} | {per_conn:.1f} ({n} connections) | {down:,.0f} | {up:,.0f} | {peak:.1f} |")
+    if "crawlgate-tls" in idle:
+        figures = ", ".join(
+            f"{proxy} {idle[proxy + '-tls'][0]:.1f} KiB ({idle[proxy + '-tls'][1]} connections)"
+            for proxy in ["crawlgate", "nginx"]
+            if proxy + "-tls" in idle
+        )
+        print(f"\nPer idle keep-alive connection over TLS (one request each): {figures}")
     if "crawlgate" in streams and "nginx" in streams:
         cg, ng = streams["crawlgate"], streams["nginx"]
         print(
