@@ -146,24 +146,13 @@ impl PoolSettings {
     }
 }
 
-/// Everything a pooled plain-HTTP upstream connection depends on: a reload
-/// that changes none of it may keep the pools and their open connections.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct PoolKey {
-    authority: Authority,
-    connect_timeout: Duration,
-    pool: PoolSettings,
-}
-
 /// The upstream origin and the pooled client that reaches it.
 #[derive(Debug)]
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
-    /// `None` for an `https://` upstream, whose pools a reload always
-    /// renews (the roots on disk may have changed).
-    key: Option<PoolKey>,
     /// The connector (with its TLS settings), for another pool.
     connector: Connector,
+    connect_timeout: Duration,
     pool: PoolSettings,
     scheme: Scheme,
     authority: Authority,
@@ -214,18 +203,13 @@ impl Upstream {
         };
         let client = pool.client(connector.clone());
         let authority = config.upstream.authority.clone();
-        let key = (!https).then(|| PoolKey {
-            authority: authority.clone(),
-            connect_timeout: config.proxy.connect_timeout,
-            pool,
-        });
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         Ok(Self {
             client,
-            key,
             connector,
+            connect_timeout: config.proxy.connect_timeout,
             pool,
             scheme: config.upstream.scheme.clone(),
             authority,
@@ -246,8 +230,8 @@ impl Upstream {
     pub fn with_own_pool(&self) -> Self {
         Self {
             client: self.pool.client(self.connector.clone()),
-            key: self.key.clone(),
             connector: self.connector.clone(),
+            connect_timeout: self.connect_timeout,
             pool: self.pool,
             scheme: self.scheme.clone(),
             authority: self.authority.clone(),
@@ -270,11 +254,22 @@ impl Upstream {
     /// belongs to the event loop that drives its connections).
     #[must_use]
     pub fn keeping_pool_of(mut self, old: &Upstream) -> Self {
-        if self.key.is_some() && self.key == old.key {
+        if self.can_use_pool_of(old) {
             self.client = old.client.clone();
             self.connector = old.connector.clone();
         }
         self
+    }
+
+    /// Whether `old`'s pooled connections serve this upstream unchanged:
+    /// the same plain-HTTP origin, the same connect timeout and pool
+    /// settings. Never for `https://` (the roots on disk may have changed).
+    fn can_use_pool_of(&self, old: &Upstream) -> bool {
+        self.scheme == Scheme::HTTP
+            && old.scheme == Scheme::HTTP
+            && self.authority == old.authority
+            && self.connect_timeout == old.connect_timeout
+            && self.pool == old.pool
     }
 
     /// Sends `req` upstream and returns the response with its body still
@@ -460,8 +455,9 @@ fn upstream_roots(ca_file: Option<&std::path::Path>) -> Result<RootCertStore, Up
     Ok(roots)
 }
 
-/// Milliseconds since `epoch`: the clock of the upload-progress bookkeeping.
-fn millis_since(epoch: Instant) -> u64 {
+/// Milliseconds since `epoch`: the clock of the upload-progress and
+/// HTTP/2 stream bookkeeping, kept in atomics.
+pub(crate) fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -753,14 +749,14 @@ mod tests {
         let base = "upstream = \"http://127.0.0.1:8081\"\n";
         let old = upstream(base);
         let same = upstream(&format!("{base}[proxy]\nresponse_timeout = \"7s\"\n"));
-        assert!(same.key.is_some() && same.key == old.key);
+        assert!(same.can_use_pool_of(&old));
         for changed in [
             "upstream = \"http://127.0.0.1:8082\"\n".to_owned(),
             format!("{base}[proxy]\nconnect_timeout = \"9s\"\n"),
             format!("{base}[proxy]\npool_max_idle = 3\n"),
             format!("{base}[proxy]\npool_idle_timeout = \"3s\"\n"),
         ] {
-            assert!(upstream(&changed).key != old.key, "{changed}");
+            assert!(!upstream(&changed).can_use_pool_of(&old), "{changed}");
         }
         // An https:// upstream is never kept: its roots may have changed.
         let dir = tempfile::tempdir().expect("tempdir");
@@ -775,7 +771,7 @@ mod tests {
             "upstream = \"https://127.0.0.1:8443\"\n[proxy]\nupstream_ca = {:?}\n",
             ca.display().to_string()
         ));
-        assert!(https.key.is_none());
+        assert!(!https.can_use_pool_of(&https));
     }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {

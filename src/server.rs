@@ -537,7 +537,7 @@ impl StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        let now = u64::try_from(self.0.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = crate::proxy::millis_since(self.0.epoch);
         self.0.quiet_since.store(now, Ordering::Release);
         self.0.streams.fetch_sub(1, Ordering::AcqRel);
     }
