@@ -198,7 +198,6 @@ fn sigterm_stops_the_proxy_with_exit_code_0() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_256_mib_each_way_keeps_memory_flat() {
     use http_body_util::BodyExt;
-    use hyper_util::rt::TokioIo;
 
     const LIMIT_KIB: u64 = 16 * 1024;
     let mib: u64 = std::env::var("CRAWLGATE_STREAM_MIB")
@@ -224,11 +223,7 @@ async fn streaming_256_mib_each_way_keeps_memory_flat() {
     }
     let baseline = status_kib(pid, "VmRSS:");
 
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
+    let mut sender = support::h1_client(addr).await;
 
     let req = http::Request::get(format!("/download?bytes={size}"))
         .header("host", "example.com")

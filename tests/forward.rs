@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 
 use http::Request;
 use http_body_util::BodyExt;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use support::{get, pattern_sha256, send_raw, Chunks, Proxy, Upstream, FIREFOX, GOOGLEBOT};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 #[tokio::test]
 async fn forwarded_requests_carry_our_headers_and_not_the_clients_copies() {
@@ -130,20 +128,11 @@ async fn upstream_connections_are_kept_alive_and_reused() {
 
 const BIG: u64 = 64 * 1024 * 1024;
 
-async fn client(addr: std::net::SocketAddr) -> http1::SendRequest<Chunks> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    let (sender, conn) = http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    sender
-}
-
 #[tokio::test]
 async fn a_64_mib_download_arrives_byte_identical() {
     let upstream = Upstream::start().await;
     let proxy = Proxy::start("", &upstream.url()).await;
-    let mut sender = client(proxy.addr).await;
+    let mut sender = support::h1_client::<Chunks>(proxy.addr).await;
     let req = Request::get(format!("/download?bytes={BIG}"))
         .header("host", "example.com")
         .header("user-agent", FIREFOX)
@@ -172,7 +161,7 @@ async fn a_64_mib_upload_arrives_byte_identical_with_and_without_length() {
     let proxy = Proxy::start("", &upstream.url()).await;
     let want = pattern_sha256(BIG);
     for body in [Chunks::new(BIG), Chunks::chunked(BIG)] {
-        let mut sender = client(proxy.addr).await;
+        let mut sender = support::h1_client::<Chunks>(proxy.addr).await;
         let req = Request::post("/upload")
             .header("host", "example.com")
             .header("user-agent", FIREFOX)

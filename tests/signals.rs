@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use support::process::{self, free_addr, Running};
 use support::tls::{self as t, Ca};
@@ -43,11 +42,7 @@ fn write_config(
 /// Opens a download of `size` bytes and reads its first `first` bytes;
 /// the rest stays in flight.
 async fn start_download(addr: SocketAddr, size: u64, first: u64) -> (Incoming, Sha256, u64) {
-    let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
+    let mut sender = support::h1_client(addr).await;
     let req = http::Request::get(format!("/download?bytes={size}"))
         .header("host", "example.test")
         .header("user-agent", FIREFOX)

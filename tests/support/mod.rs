@@ -420,6 +420,22 @@ pub fn parse_raw(buf: &[u8]) -> Raw {
 }
 
 /// `GET target` with `Host: host` and the given User-Agent (None: no header).
+/// An HTTP/1.1 client connection to `addr` (its driver spawned), for
+/// requests whose body or response must stream.
+pub async fn h1_client<B>(addr: SocketAddr) -> hyper::client::conn::http1::SendRequest<B>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    sender
+}
+
 pub async fn get(addr: SocketAddr, host: &str, target: &str, ua: Option<&str>) -> Raw {
     request(addr, "GET", host, target, ua, "").await
 }
