@@ -625,6 +625,26 @@ impl Config {
         }
         changed
     }
+
+    /// Takes back from `running` the settings that only a restart can
+    /// change (the ones [`Config::restart_needed`] names), so that the
+    /// config in effect after a reload says what is really running.
+    pub fn keep_restart_settings(&mut self, running: Config) {
+        self.listen = running.listen;
+        self.limits.max_connections = running.limits.max_connections;
+        self.proxy.workers = running.proxy.workers;
+        self.tls = match (running.tls, self.tls.take()) {
+            (Some(old), Some(mut new)) => {
+                new.listen = old.listen;
+                new.http2 = old.http2;
+                Some(new)
+            }
+            // Still listening until a restart removes it.
+            (Some(old), None) => Some(old),
+            // Not listening until a restart adds it.
+            (None, _) => None,
+        };
+    }
 }
 
 fn tls_config(

@@ -152,26 +152,8 @@ impl Live {
             let shared = shared.keeping_pool_of(&cell.load());
             cell.store(Arc::new(shared));
         }
-        // Keep what only a restart can change; take everything else.
-        let listen = running.listen;
-        let max_connections = running.limits.max_connections;
-        let workers = running.proxy.workers;
-        let old_tls = running.tls.take();
-        *running = config;
-        running.listen = listen;
-        running.limits.max_connections = max_connections;
-        running.proxy.workers = workers;
-        running.tls = match (old_tls, running.tls.take()) {
-            (Some(old), Some(mut new)) => {
-                new.listen = old.listen;
-                new.http2 = old.http2;
-                Some(new)
-            }
-            // Still listening until a restart removes it.
-            (Some(old), None) => Some(old),
-            // Not listening until a restart adds it.
-            (None, _) => None,
-        };
+        let previous = std::mem::replace(&mut *running, config);
+        running.keep_restart_settings(previous);
         Ok(Reloaded {
             restart_needed,
             certificates,
