@@ -8,10 +8,18 @@
 //! upstream might read otherwise is refused here, with 400 and the
 //! connection closed: Transfer-Encoding together with Content-Length,
 //! Transfer-Encoding other than exactly one `chunked`, several Host headers,
-//! and an HTTP/1.1 request without Host. crawlgate then re-frames what it
-//! forwards, so the upstream never sees the client's framing headers.
+//! an HTTP/1.1 request without Host, and several User-Agent fields.
+//! crawlgate then re-frames what it forwards, so the upstream never sees
+//! the client's framing headers.
+//!
+//! Several User-Agent fields are refused because the classifier reads one
+//! value while PHP reads another: Apache joins the fields with `, `,
+//! php-fpm behind nginx keeps the last one. A browser value followed by
+//! `Googlebot` would pass crawlgate as a human and reach an application
+//! that sees a robot. No browser or crawler sends two; 400 is the one
+//! answer that cannot be read two ways.
 
-use http::header::{HeaderMap, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::header::{HeaderMap, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
 use http::Version;
 
 /// Why a request head is refused.
@@ -29,6 +37,9 @@ pub enum FramingError {
     /// HTTP/1.1 without Host.
     #[error("HTTP/1.1 request without Host")]
     MissingHost,
+    /// More than one User-Agent field.
+    #[error("more than one User-Agent header")]
+    SeveralUserAgents,
 }
 
 /// Accepts or refuses a request head.
@@ -45,6 +56,10 @@ pub fn check(version: Version, headers: &HeaderMap) -> Result<(), FramingError> 
         if !chunked || codings.next().is_some() {
             return Err(FramingError::TransferCoding);
         }
+    }
+    let mut agents = headers.get_all(USER_AGENT).iter();
+    if agents.next().is_some() && agents.next().is_some() {
+        return Err(FramingError::SeveralUserAgents);
     }
     let mut hosts = headers.get_all(HOST).iter();
     match (hosts.next(), hosts.next()) {
@@ -119,6 +134,17 @@ mod tests {
             ),
             (v11, &[("host", "x"), ("host", "y")], Err(SeveralHosts)),
             (v11, &[], Err(MissingHost)),
+            (
+                v11,
+                &[("host", "x"), ("user-agent", "a"), ("user-agent", "b")],
+                Err(SeveralUserAgents),
+            ),
+            (
+                Version::HTTP_2,
+                &[("user-agent", "a"), ("user-agent", "")],
+                Err(SeveralUserAgents),
+            ),
+            (v11, &[("host", "x"), ("user-agent", "")], Ok(())),
             (Version::HTTP_10, &[], Ok(())),
         ];
         for (version, pairs, want) in rows {

@@ -50,9 +50,44 @@ static HOP_BY_HOP: [HeaderName; 8] = [
     HeaderName::from_static("proxy"),
 ];
 
-static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
-static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_FORWARDED_PORT: HeaderName = HeaderName::from_static("x-forwarded-port");
+const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+
+/// Headers by which a client claims its own address, port, scheme, host or
+/// the URL it asked for, which PHP applications read for rate limits,
+/// "is this HTTPS" checks, audit logs and routing. From a peer outside
+/// `proxy.trusted_proxies` every copy is removed (their spellings with `_`
+/// too, since PHP reads `X_Real_IP` as `HTTP_X_REAL_IP` where the web server
+/// passes it); crawlgate then sets its own `X-Forwarded-For/-Proto/-Host/
+/// -Port` and `X-Real-IP`. The README's table lists them.
+pub static CLIENT_CLAIMS: [HeaderName; 23] = [
+    X_FORWARDED_FOR,
+    X_FORWARDED_PROTO,
+    X_FORWARDED_HOST,
+    X_FORWARDED_PORT,
+    X_REAL_IP,
+    FORWARDED,
+    HeaderName::from_static("x-forwarded-prefix"),
+    HeaderName::from_static("x-forwarded-server"),
+    HeaderName::from_static("x-forwarded-scheme"),
+    HeaderName::from_static("x-forwarded-ssl"),
+    HeaderName::from_static("x-forwarded"),
+    HeaderName::from_static("forwarded-for"),
+    HeaderName::from_static("x-original-forwarded-for"),
+    HeaderName::from_static("x-client-ip"),
+    HeaderName::from_static("client-ip"),
+    HeaderName::from_static("true-client-ip"),
+    HeaderName::from_static("cf-connecting-ip"),
+    HeaderName::from_static("fastly-client-ip"),
+    HeaderName::from_static("x-cluster-client-ip"),
+    HeaderName::from_static("front-end-https"),
+    HeaderName::from_static("x-url-scheme"),
+    HeaderName::from_static("x-original-url"),
+    HeaderName::from_static("x-rewrite-url"),
+];
 
 /// Why a request could not be forwarded. Each maps to one status.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +133,8 @@ impl ProxyError {
 pub struct ClientInfo {
     /// The TCP peer.
     pub peer: IpAddr,
+    /// The port the client connected to (crawlgate's).
+    pub port: u16,
     /// `http` or `https`.
     pub scheme: &'static str,
     /// The classification to announce upstream.
@@ -504,8 +541,12 @@ pub struct Rewrite<'a> {
 }
 
 /// Turns the client's request headers into the upstream's: hop-by-hop
-/// headers removed, the classification header replaced, `X-Forwarded-*`
-/// set (extended rather than replaced when the peer is trusted), Host set.
+/// headers removed, the classification header replaced, and the
+/// forwarding headers crawlgate's own: from an untrusted peer every
+/// [`CLIENT_CLAIMS`] copy is removed and `X-Forwarded-For/-Proto/-Host/
+/// -Port` and `X-Real-IP` state what crawlgate saw; from a trusted proxy
+/// they are kept (the `X-Forwarded-For` chain extended by the peer) and only
+/// the missing ones set. Host set.
 pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
     strip_hop_by_hop(headers);
 
@@ -517,36 +558,82 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
     headers.insert(rw.class_header.clone(), class);
 
     let peer = HeaderValue::from(PeerValue(rw.client.peer));
-    let xff = match headers.get_all(&X_FORWARDED_FOR).iter().count() {
-        n if rw.trusted && n > 0 => {
+    if rw.trusted {
+        let xff = if headers.contains_key(&X_FORWARDED_FOR) {
             let mut chain = Vec::with_capacity(64);
             for value in headers.get_all(&X_FORWARDED_FOR) {
                 chain.extend_from_slice(value.as_bytes());
                 chain.extend_from_slice(b", ");
             }
             chain.extend_from_slice(peer.as_bytes());
-            HeaderValue::from_bytes(&chain).unwrap_or(peer)
+            HeaderValue::from_bytes(&chain).unwrap_or_else(|_| peer.clone())
+        } else {
+            peer.clone()
+        };
+        headers.insert(X_FORWARDED_FOR.clone(), xff);
+        let missing = |headers: &HeaderMap, name: &HeaderName| !headers.contains_key(name);
+        if missing(headers, &X_REAL_IP) {
+            headers.insert(X_REAL_IP.clone(), peer);
         }
-        _ => peer,
-    };
-    headers.insert(X_FORWARDED_FOR.clone(), xff);
-
-    if !(rw.trusted && headers.contains_key(&X_FORWARDED_PROTO)) {
+        if missing(headers, &X_FORWARDED_PROTO) {
+            headers.insert(
+                X_FORWARDED_PROTO.clone(),
+                HeaderValue::from_static(rw.client.scheme),
+            );
+        }
+        if missing(headers, &X_FORWARDED_PORT) {
+            headers.insert(X_FORWARDED_PORT.clone(), HeaderValue::from(rw.client.port));
+        }
+        if missing(headers, &X_FORWARDED_HOST) {
+            if let Some(host) = &rw.original_host {
+                headers.insert(X_FORWARDED_HOST.clone(), host.clone());
+            }
+        }
+    } else {
+        remove_client_claims(headers);
+        headers.insert(X_FORWARDED_FOR.clone(), peer.clone());
+        headers.insert(X_REAL_IP.clone(), peer);
         headers.insert(
             X_FORWARDED_PROTO.clone(),
             HeaderValue::from_static(rw.client.scheme),
         );
-    }
-    if !(rw.trusted && headers.contains_key(&X_FORWARDED_HOST)) {
-        match &rw.original_host {
-            Some(host) => headers.insert(X_FORWARDED_HOST.clone(), host.clone()),
-            None => headers.remove(&X_FORWARDED_HOST),
-        };
-    }
-    if !rw.trusted {
-        headers.remove(FORWARDED);
+        headers.insert(X_FORWARDED_PORT.clone(), HeaderValue::from(rw.client.port));
+        if let Some(host) = &rw.original_host {
+            headers.insert(X_FORWARDED_HOST.clone(), host.clone());
+        }
     }
     headers.insert(HOST, rw.host.clone());
+}
+
+/// Removes every [`CLIENT_CLAIMS`] header, and their spellings with `_`
+/// for `-` (`X_Forwarded_For`), which some web servers pass to PHP as the
+/// same `HTTP_X_FORWARDED_FOR`.
+fn remove_client_claims(headers: &mut HeaderMap) {
+    for name in &CLIENT_CLAIMS {
+        headers.remove(name);
+    }
+    // Names with `_` are rare: one pass over the names finds them.
+    let underscored = headers.keys().any(|k| k.as_str().contains('_'));
+    if underscored {
+        let claims: Vec<HeaderName> = headers
+            .keys()
+            .filter(|k| {
+                let name = k.as_str().as_bytes();
+                name.contains(&b'_')
+                    && CLIENT_CLAIMS.iter().any(|c| {
+                        let c = c.as_str().as_bytes();
+                        c.len() == name.len()
+                            && c.iter()
+                                .zip(name)
+                                .all(|(&a, &b)| a == b || (a == b'-' && b == b'_'))
+                    })
+            })
+            .cloned()
+            .collect();
+        for name in claims {
+            headers.remove(name);
+        }
+    }
 }
 
 /// Removes hop-by-hop headers, including those the `Connection` header
@@ -794,6 +881,7 @@ mod tests {
                 original_host: Some(HeaderValue::from_static("example.com")),
                 client: ClientInfo {
                     peer: "192.0.2.7".parse().expect("ip"),
+                    port: 8080,
                     scheme: "http",
                     class,
                 },
@@ -841,12 +929,30 @@ mod tests {
             ("x-forwarded-host", "evil.com"),
             ("forwarded", "for=1.2.3.4"),
             ("host", "example.com"),
+            ("x-real-ip", "1.2.3.4"),
+            ("x-forwarded-port", "443"),
+            ("x_forwarded_proto", "https"),
+            ("X_Real_IP", "1.2.3.4"),
+            ("x_custom_thing", "kept"),
         ]);
+        for name in &CLIENT_CLAIMS {
+            map.append(name.clone(), HeaderValue::from_static("spoofed"));
+        }
         rewrite(&mut map, false, UaClass::Bot);
         assert_eq!(all(&map, "x-crawler"), ["1"]);
         assert_eq!(all(&map, "x-forwarded-for"), ["192.0.2.7"]);
+        assert_eq!(all(&map, "x-real-ip"), ["192.0.2.7"]);
         assert_eq!(all(&map, "x-forwarded-proto"), ["http"]);
+        assert_eq!(all(&map, "x-forwarded-port"), ["8080"]);
         assert_eq!(all(&map, "x-forwarded-host"), ["example.com"]);
+        assert_eq!(all(&map, "x_custom_thing"), ["kept"]);
+        for (name, value) in &map {
+            assert_ne!(value, "spoofed", "{name} kept");
+            assert!(
+                !name.as_str().starts_with("x_forwarded") && name != "x_real_ip",
+                "{name} kept"
+            );
+        }
         assert!(map.get("forwarded").is_none());
         assert_eq!(all(&map, "host"), ["example.com"]);
     }
@@ -858,8 +964,13 @@ mod tests {
             ("x-forwarded-for", "5.6.7.8"),
             ("x-forwarded-proto", "https"),
             ("forwarded", "for=1.2.3.4"),
+            ("x-real-ip", "1.2.3.4"),
+            ("cf-connecting-ip", "1.2.3.4"),
         ]);
         rewrite(&mut map, true, UaClass::Human);
+        assert_eq!(all(&map, "x-real-ip"), ["1.2.3.4"]);
+        assert_eq!(all(&map, "cf-connecting-ip"), ["1.2.3.4"]);
+        assert_eq!(all(&map, "x-forwarded-port"), ["8080"]);
         assert_eq!(
             all(&map, "x-forwarded-for"),
             ["1.2.3.4, 5.6.7.8, 192.0.2.7"]

@@ -39,7 +39,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
-use crate::service::{self, Shared};
+use crate::service::{self, ConnInfo, Shared};
 
 /// The request-path state, swapped whole on reload.
 pub type Live = ArcSwap<Shared>;
@@ -283,6 +283,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             _ = ctx.phase.changed() => break,
         };
         let _ = stream.set_nodelay(true);
+        let local_port = stream.local_addr().map_or(0, |a| a.port());
         let current = ctx.live.load();
         if !Arc::ptr_eq(&current, &builders.shared) {
             builders = Arc::new(Builders::new(arc_swap::Guard::into_inner(current)));
@@ -290,8 +291,11 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
         let conn = Conn {
             live: Arc::clone(ctx.live),
             builders: Arc::clone(&builders),
-            peer,
-            scheme,
+            info: ConnInfo {
+                peer,
+                local_port,
+                scheme,
+            },
             phase: ctx.phase.clone(),
         };
         match &tls {
@@ -326,8 +330,7 @@ async fn tls_task(
 struct Conn {
     live: Arc<Live>,
     builders: Arc<Builders>,
-    peer: SocketAddr,
-    scheme: &'static str,
+    info: ConnInfo,
     phase: watch::Receiver<Phase>,
 }
 
@@ -349,11 +352,11 @@ impl Conn {
             done = handshake => match done {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(err)) => {
-                    tracing::debug!(peer = %self.peer, error = %err, "TLS handshake failed");
+                    tracing::debug!(peer = %self.info.peer, error = %err, "TLS handshake failed");
                     return;
                 }
                 Err(_) => {
-                    tracing::debug!(peer = %self.peer, "TLS handshake timed out");
+                    tracing::debug!(peer = %self.info.peer, "TLS handshake timed out");
                     return;
                 }
             },
@@ -390,8 +393,7 @@ impl Conn {
         let Conn {
             live,
             builders,
-            peer,
-            scheme,
+            info,
             phase,
         } = self;
         let builder = if matches!(proto, Proto::H1) {
@@ -403,10 +405,9 @@ impl Conn {
         // future for its whole life, so an inline future (several KiB while
         // forwarding) would be held by every idle keep-alive connection;
         // boxed, it is allocated only while a request is in flight.
-        let service =
-            service_fn(move |req| Box::pin(service::handle(live.load_full(), peer, scheme, req)));
+        let service = service_fn(move |req| Box::pin(service::handle(live.load_full(), info, req)));
         let conn = Box::pin(builder.serve_connection(io, service));
-        drive(conn, phase, std::future::pending(), peer).await;
+        drive(conn, phase, std::future::pending(), info.peer).await;
     }
 
     async fn serve_h2<I>(self, io: TokioIo<I>)
@@ -416,8 +417,7 @@ impl Conn {
         let Conn {
             live,
             builders,
-            peer,
-            scheme,
+            info,
             phase,
         } = self;
         // HTTP/2 has no header-read timeout to end an idle connection:
@@ -430,14 +430,14 @@ impl Conn {
         };
         let service = service_fn(move |req| {
             let stream = StreamGuard::new(Arc::clone(&activity));
-            let res = service::handle(live.load_full(), peer, scheme, req);
+            let res = service::handle(live.load_full(), info, req);
             async move {
                 let res = res.await?;
                 Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))
             }
         });
         let conn = Box::pin(builders.h2.serve_connection(io, service));
-        drive(conn, phase, quiet, peer).await;
+        drive(conn, phase, quiet, info.peer).await;
     }
 }
 

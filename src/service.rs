@@ -131,17 +131,24 @@ impl Shared {
     }
 }
 
-/// Serves one request from `peer`, reached over `scheme` (`http` or
-/// `https`), over HTTP/1 or HTTP/2 alike.
-pub async fn handle(
-    shared: Arc<Shared>,
-    peer: SocketAddr,
-    scheme: &'static str,
-    req: Request<Incoming>,
-) -> ServiceResult {
+/// What the connection tells about each of its requests.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnInfo {
+    /// The client (the TCP peer).
+    pub peer: SocketAddr,
+    /// The port the client connected to, for `X-Forwarded-Port`.
+    pub local_port: u16,
+    /// `http` or `https`.
+    pub scheme: &'static str,
+}
+
+/// Serves one request that arrived on `conn`, over HTTP/1 or HTTP/2 alike.
+pub async fn handle(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>) -> ServiceResult {
     let version = req.version();
-    let hsts = (scheme == "https").then(|| shared.hsts.clone()).flatten();
-    let mut res = respond(shared, peer, scheme, req).await?;
+    let hsts = (conn.scheme == "https")
+        .then(|| shared.hsts.clone())
+        .flatten();
+    let mut res = respond(shared, conn, req).await?;
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);
@@ -154,14 +161,10 @@ pub async fn handle(
     Ok(res)
 }
 
-async fn respond(
-    shared: Arc<Shared>,
-    peer: SocketAddr,
-    scheme: &'static str,
-    req: Request<Incoming>,
-) -> ServiceResult {
+async fn respond(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>) -> ServiceResult {
     let start = Instant::now();
-    if let Some(res) = refuse(&shared.limits, peer, &req) {
+    let scheme = conn.scheme;
+    if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
         log_access(&shared, &req, &res, None, "reject", None, start);
         return Ok(res);
     }
@@ -190,7 +193,7 @@ async fn respond(
             finish_early(&req, response::robots(body))
         }
         Decision::Forward => {
-            return forward(shared, peer, scheme, req, verdict.class, start).await;
+            return forward(shared, conn, req, verdict.class, start).await;
         }
     };
     log_access(&shared, &req, &res, class, label, None, start);
@@ -199,8 +202,7 @@ async fn respond(
 
 async fn forward(
     shared: Arc<Shared>,
-    peer: SocketAddr,
-    scheme: &'static str,
+    conn: ConnInfo,
     req: Request<Incoming>,
     class: UaClass,
     start: Instant,
@@ -209,8 +211,9 @@ async fn forward(
     // request moves upstream.
     let fields = shared.access_log.then(|| AccessFields::of(&req));
     let client = ClientInfo {
-        peer: peer.ip(),
-        scheme,
+        peer: conn.peer.ip(),
+        port: conn.local_port,
+        scheme: conn.scheme,
         class,
     };
     let result = shared.upstream.forward(req, client).await;

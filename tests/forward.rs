@@ -96,6 +96,80 @@ async fn a_trusted_proxy_chain_is_extended_and_the_header_name_is_config() {
     proxy.stop().await;
 }
 
+/// Issue 10.2: the headers by which a client claims an address, port,
+/// scheme, host or URL never reach the upstream from an untrusted peer;
+/// crawlgate's own `X-Real-IP` and `X-Forwarded-Port` do. From a trusted
+/// proxy they are kept.
+#[tokio::test]
+async fn client_claims_are_dropped_unless_the_peer_is_trusted() {
+    const CLAIMS: &[(&str, &str)] = &[
+        ("X-Real-IP", "1.2.3.4"),
+        ("X-Forwarded-Port", "443"),
+        ("X-Forwarded-Proto", "https"),
+        ("X-Forwarded-Host", "evil.test"),
+        ("X-Forwarded-For", "1.2.3.4"),
+        ("Forwarded", "for=1.2.3.4;proto=https"),
+        ("X-Client-IP", "1.2.3.4"),
+        ("True-Client-IP", "1.2.3.4"),
+        ("CF-Connecting-IP", "1.2.3.4"),
+        ("X-Original-URL", "/admin/"),
+        ("X-Rewrite-URL", "/admin/"),
+        ("X-Forwarded-Ssl", "on"),
+        ("X_Forwarded_For", "1.2.3.4"),
+    ];
+    let head: String = CLAIMS
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let res = support::request(proxy.addr, "GET", "example.com", "/", Some(FIREFOX), &head).await;
+    assert_eq!(res.status, 200);
+    let r = &upstream.requests()[0];
+    for (name, _) in CLAIMS {
+        let lower = name.to_ascii_lowercase();
+        let want: &[&str] = match lower.as_str() {
+            "x-real-ip" | "x-forwarded-for" => &["127.0.0.1"],
+            "x-forwarded-proto" => &["http"],
+            "x-forwarded-host" => &["example.com"],
+            _ => &[],
+        };
+        if lower == "x-forwarded-port" {
+            assert_eq!(r.all(name), [proxy.addr.port().to_string()], "{name}");
+        } else {
+            assert_eq!(r.all(name), want, "{name}");
+        }
+    }
+    proxy.stop().await;
+
+    let trusting = Proxy::start(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1\"]",
+        &upstream.url(),
+    )
+    .await;
+    let res = support::request(
+        trusting.addr,
+        "GET",
+        "example.com",
+        "/",
+        Some(FIREFOX),
+        &head,
+    )
+    .await;
+    assert_eq!(res.status, 200);
+    let r = &upstream.requests()[1];
+    for (name, value) in CLAIMS {
+        let want = if name.eq_ignore_ascii_case("x-forwarded-for") {
+            // The chain is extended by the peer.
+            "1.2.3.4, 127.0.0.1".to_owned()
+        } else {
+            (*value).to_owned()
+        };
+        assert_eq!(r.all(name), [want], "{name} from a trusted proxy");
+    }
+    trusting.stop().await;
+}
+
 #[tokio::test]
 async fn host_is_preserved_unless_configured_otherwise() {
     let upstream = Upstream::start().await;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{get, send_raw, try_send_raw, Proxy, Upstream, FIREFOX};
+use support::{get, send_raw, try_send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -43,6 +43,60 @@ async fn ambiguous_framing_is_rejected_and_never_forwarded() {
         let res = try_send_raw(proxy.addr, raw.as_bytes()).await;
         assert_eq!(res.as_ref().map(|r| r.status), Some(400), "{name}");
     }
+    assert!(
+        upstream.requests().is_empty(),
+        "forwarded: {:?}",
+        upstream.requests()
+    );
+    proxy.stop().await;
+}
+
+/// Issue 10.1: a request with two User-Agent fields is answered 400 and
+/// closed, in either order, over HTTP/1.1 and HTTP/2 alike: PHP would see a
+/// joined or the last value, so the classifier's reading of the first one
+/// could let a robot through as a human.
+#[tokio::test]
+async fn two_user_agent_fields_are_refused_in_either_order() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("[proxy]\nh2c = true", &upstream.url()).await;
+    let orders = [[FIREFOX, GOOGLEBOT], [GOOGLEBOT, FIREFOX]];
+    for [first, second] in orders {
+        let raw = format!(
+            "GET /?do=x HTTP/1.1\r\nHost: x\r\nUser-Agent: {first}\r\nUser-Agent: {second}\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n"
+        );
+        // No `Connection: close` asked: the server must close by itself,
+        // after one answer.
+        let res = try_send_raw(proxy.addr, raw.as_bytes()).await;
+        let res = res.expect("an answer");
+        assert_eq!(res.status, 400, "{first} then {second}");
+        assert_eq!(res.header("connection"), Some("close"));
+        assert!(
+            !res.text().contains("HTTP/1.1"),
+            "a second answer: {}",
+            res.text()
+        );
+
+        // HTTP/2 (h2c prior knowledge): two `user-agent` fields in one block.
+        let stream = TcpStream::connect(proxy.addr).await.expect("connect");
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .expect("h2c");
+        tokio::spawn(conn);
+        let req = http::Request::builder()
+            .uri(format!("http://{}/?do=x", proxy.addr))
+            .header("user-agent", first)
+            .header("user-agent", second)
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .expect("request");
+        let res = send.send_request(req).await.expect("h2 response");
+        assert_eq!(res.status(), 400, "h2: {first} then {second}");
+    }
+    // One User-Agent is fine, and the robot is blocked as usual.
+    let res = get(proxy.addr, "x", "/?do=x", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 403);
     assert!(
         upstream.requests().is_empty(),
         "forwarded: {:?}",
