@@ -31,14 +31,28 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid TOML, or a key is unknown or of the wrong type.
-    #[error("{path}: {key}: {message}")]
+    #[error("{}: {key}: {message}", Location(path, *line))]
     Parse {
         /// The file.
         path: PathBuf,
-        /// The dotted key path (`.` when the problem is not at a key).
+        /// 1-based line of the problem, when known.
+        line: Option<usize>,
+        /// The dotted key path (`syntax error` when the problem is not at a
+        /// key).
         key: String,
         /// What is wrong.
         message: String,
+    },
+    /// A value read from a file cannot be used: [`ConfigError::Invalid`]
+    /// with the file and the line of its key.
+    #[error("{}: {error}", Location(path, *line))]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the key, when the file has it.
+        line: Option<usize>,
+        /// The problem.
+        error: Box<ConfigError>,
     },
     /// A value has the right type but cannot be used.
     #[error("{key}: {message}")]
@@ -48,6 +62,19 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// `FILE:LINE`, or `FILE` when the line is unknown: the shape of every
+/// error that points into a file (config, rules, certificates).
+struct Location<'a>(&'a Path, Option<usize>);
+
+impl std::fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            Some(line) => write!(f, "{}:{line}", self.0.display()),
+            None => write!(f, "{}", self.0.display()),
+        }
+    }
 }
 
 fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
@@ -341,12 +368,27 @@ pub struct RedirectConfig {
 
 impl Config {
     /// Reads, overrides and validates. `path = None` means defaults only.
+    /// A value that cannot be used is reported with the file and the line
+    /// of its key.
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
-        let raw = match path {
-            Some(path) => RawConfig::read(path)?,
-            None => RawConfig::default(),
+        let Some(path) = path else {
+            return Self::from_raw(RawConfig::default(), overrides);
         };
-        Self::from_raw(raw, overrides)
+        let text = RawConfig::read_text(path)?;
+        let raw = RawConfig::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
+            path: path.to_owned(),
+            line,
+            key,
+            message,
+        })?;
+        Self::from_raw(raw, overrides).map_err(|error| match error {
+            ConfigError::Invalid { key, .. } => ConfigError::InFile {
+                path: path.to_owned(),
+                line: key_line(&text, key),
+                error: Box::new(error),
+            },
+            other => other,
+        })
     }
 
     /// Validates `raw` with `overrides` applied.
@@ -720,21 +762,26 @@ fn tls_config(
 }
 
 impl RawConfig {
-    /// Reads and parses a TOML file; errors name the key path.
+    /// Reads and parses a TOML file; errors name the key path and line.
     pub fn read(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = Self::read_text(path)?;
+        Self::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
             path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(&text).map_err(|(key, message)| ConfigError::Parse {
-            path: path.to_owned(),
+            line,
             key,
             message,
         })
     }
 
-    /// Parses TOML text; the error is (dotted key path, message).
-    pub fn parse(text: &str) -> Result<Self, (String, String)> {
+    fn read_text(path: &Path) -> Result<String, ConfigError> {
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Parses TOML text; the error is (dotted key path, line, message).
+    pub fn parse(text: &str) -> Result<Self, (String, Option<usize>, String)> {
         let de = toml::Deserializer::new(text);
         serde_path_to_error::deserialize(de).map_err(|err| {
             let key = match err.path().to_string() {
@@ -742,17 +789,46 @@ impl RawConfig {
                 key => key,
             };
             let inner = err.into_inner();
-            let mut message = inner.message().trim().replace('\n', "; ");
-            if let Some(span) = inner.span() {
-                let line = text[..span.start.min(text.len())].lines().count().max(1);
-                message = format!("{message} (line {line})");
-            }
-            (key, message)
+            let message = inner.message().trim().replace('\n', "; ");
+            let line = inner
+                .span()
+                .map(|span| line_at(text, span.start))
+                .or_else(|| key_line(text, &key));
+            (key, line, message)
         })
     }
 }
 
-fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
+/// The 1-based line holding byte `offset` of `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The line where the dotted `key` (`proxy.connect_timeout`) is written in
+/// `text`, if it is.
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    let mut span = None;
+    for part in key.split('.') {
+        let part = part.split('[').next().unwrap_or(part);
+        let (k, item) = table.get_key_value(part)?;
+        span = k.span().or_else(|| item.span());
+        match item.as_table_like() {
+            Some(inner) => table = inner,
+            None => break,
+        }
+    }
+    span.map(|s| line_at(text, s.start))
+}
+
+/// Parses an upstream URL, `http://host:port` or `https://host:port`.
+pub fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
     let bad = |why: &str| invalid("upstream", format!("{s:?}: {why}"));
     let uri: Uri = s
         .parse()
@@ -817,7 +893,7 @@ mod tests {
     use super::*;
 
     fn load(text: &str) -> Result<Config, String> {
-        let raw = RawConfig::parse(text).map_err(|(k, m)| format!("{k}: {m}"))?;
+        let raw = RawConfig::parse(text).map_err(|(k, _, m)| format!("{k}: {m}"))?;
         Config::from_raw(raw, &Overrides::default()).map_err(|e| e.to_string())
     }
 
@@ -923,6 +999,45 @@ mod tests {
                 "{text:?} gave {err:?}, want {want:?}…"
             );
             assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
+    /// Issue 10.9: an error from the file names the file and the line of
+    /// the key, `FILE:LINE: key: message`, like a rules error.
+    #[test]
+    fn file_errors_name_the_file_and_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        let cases = [
+            (
+                "listen = \"127.0.0.1:8080\"\n\n[proxy]\nconnect_timeout = \"5 parsecs\"\n",
+                ":4: proxy.connect_timeout: ",
+            ),
+            ("[redirect]\n\nwww = \"always\"\n", ":3: redirect.www: "),
+            (
+                "[tls]\nredirect_http = true\n",
+                ":2: tls.redirect_http: needs",
+            ),
+            (
+                "[proxy]\nconect_timeout = \"1s\"\n",
+                ":2: proxy.conect_timeout: unknown",
+            ),
+            (
+                "\n\n[log]\naccess = \"yes\"\n",
+                ":4: log.access: invalid type",
+            ),
+            ("listen = [\n", ":2: syntax error: "),
+        ];
+        for (text, want) in cases {
+            std::fs::write(&path, text).expect("write");
+            let err = Config::load(Some(&path), &Overrides::default())
+                .expect_err(text)
+                .to_string();
+            let prefix = format!("{}{want}", path.display());
+            assert!(
+                err.starts_with(&prefix),
+                "{text:?} gave {err:?}, want {prefix:?}…"
+            );
         }
     }
 

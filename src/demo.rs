@@ -29,9 +29,11 @@ use crate::config::{Config, Overrides, RawConfig};
 use crate::service::Shared;
 
 /// Runs the demo until `shutdown` completes. `listen` defaults to
-/// `127.0.0.1:8080`, or a free port if that one is taken.
+/// `127.0.0.1:8080`, or a free port if that one is taken. `program` is how
+/// the printed hints call crawlgate (the binary the user started).
 pub async fn run(
     listen: Option<SocketAddr>,
+    program: &str,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), DemoError> {
     let site = TcpListener::bind("127.0.0.1:0")
@@ -64,7 +66,7 @@ pub async fn run(
     let config = Config::from_raw(RawConfig::default(), &overrides).map_err(DemoError::Config)?;
     let shared = Shared::new(&config).map_err(DemoError::Setup)?;
 
-    println!("{}", instructions(addr, site_addr));
+    println!("{}", instructions(addr, site_addr, program));
     let result = crate::server::serve(
         crate::server::Listeners::plain(proxy),
         Arc::new(ArcSwap::from_pointee(shared)),
@@ -76,8 +78,9 @@ pub async fn run(
     result.map_err(DemoError::Site)
 }
 
-/// What the demo prints: where it listens and what to try.
-pub fn instructions(addr: SocketAddr, site: SocketAddr) -> String {
+/// What the demo prints: where it listens and what to try; `program` is
+/// the command that runs crawlgate, already quoted for a shell.
+pub fn instructions(addr: SocketAddr, site: SocketAddr, program: &str) -> String {
     let base = format!("http://{addr}");
     let port = addr.port();
     let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
@@ -101,10 +104,23 @@ pub fn instructions(addr: SocketAddr, site: SocketAddr) -> String {
          curl -i '{base}/page?id=1'\n\
          curl -i -A '{firefox}' '{base}/page?id=1'\n\
          # classify User-Agents offline\n\
-         echo 'Mozilla/5.0 (compatible; Googlebot/2.1)' | cargo run --release -- classify --explain\n\
+         echo 'Mozilla/5.0 (compatible; Googlebot/2.1)' | {program} classify --explain\n\
          \n\
          Access log below. Ctrl-C stops the demo."
     )
+}
+
+/// `path` quoted for a POSIX shell when it holds anything but plain
+/// path characters.
+pub fn shell_quote(path: &str) -> String {
+    let plain = path
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b));
+    if plain && !path.is_empty() {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
 }
 
 async fn serve_site(listener: TcpListener, votes: Arc<AtomicU64>) {

@@ -23,14 +23,14 @@ use crate::tls::{CertStore, Certs, TlsError};
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The file or a value in it.
-    #[error("config error: {0}")]
+    /// The file or a value in it (`FILE:LINE: key: problem`).
+    #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The rules or the upstream's TLS settings.
-    #[error("{0}")]
+    /// The rules (`FILE:LINE: problem`) or the upstream's TLS settings.
+    #[error(transparent)]
     Setup(#[from] SetupError),
-    /// The certificate folder.
-    #[error("certificate error: {0}")]
+    /// The certificate folder (`FILE: problem`).
+    #[error(transparent)]
     Tls(#[from] TlsError),
 }
 

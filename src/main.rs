@@ -37,10 +37,10 @@ struct Cli {
 #[derive(Args)]
 struct RunArgs {
     /// Address to listen on for plain HTTP [default: 127.0.0.1:8080]
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     listen: Option<String>,
     /// The site to forward to, http://host:port [default: http://127.0.0.1:8000]
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = upstream_url)]
     upstream: Option<String>,
     /// TOML config file (see deploy/crawlgate.toml); flags override it
     #[arg(long, value_name = "FILE")]
@@ -52,7 +52,7 @@ struct RunArgs {
     #[arg(long, value_name = "DIR")]
     rules: Option<PathBuf>,
     /// Address to listen on for HTTPS, e.g. 0.0.0.0:443 [default: none]
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     tls_listen: Option<String>,
     /// Certificate folder for HTTPS (see certs/README.md) [default: certs]
     #[arg(long, value_name = "DIR")]
@@ -83,6 +83,21 @@ enum Command {
     },
 }
 
+/// A flag value that must be an address: a bad one is a bad flag (exit 2).
+fn socket_addr(value: &str) -> Result<String, String> {
+    value
+        .parse::<SocketAddr>()
+        .map(|_| value.to_owned())
+        .map_err(|_| format!("{value:?} is not an address like 127.0.0.1:8080"))
+}
+
+/// A flag value that must be an upstream URL.
+fn upstream_url(value: &str) -> Result<String, String> {
+    crawlgate::config::parse_upstream(value)
+        .map(|_| value.to_owned())
+        .map_err(|err| err.to_string())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -106,7 +121,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),
         Err(err) => {
-            eprintln!("crawlgate: {err}");
+            eprintln!("crawlgate: error: {err}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -210,7 +225,11 @@ fn log_certificates(store: &CertStore) {
 fn run_demo(listen: Option<SocketAddr>) -> ExitCode {
     init_tracing();
     let result = runtime().and_then(|rt| {
-        rt.block_on(crawlgate::demo::run(listen, shutdown_signal()))
+        // The hints call the binary that is running, wherever it is.
+        let program = std::env::current_exe()
+            .map(|p| crawlgate::demo::shell_quote(&p.display().to_string()))
+            .unwrap_or_else(|_| "crawlgate".to_owned());
+        rt.block_on(crawlgate::demo::run(listen, &program, shutdown_signal()))
             .map_err(anyhow::Error::from)
     });
     finish(result)
@@ -264,7 +283,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(err) => {
-            eprintln!("crawlgate: {err}");
+            eprintln!("crawlgate: error: {err}");
             ExitCode::from(EXIT_CONFIG)
         }
     }

@@ -77,10 +77,24 @@ pub struct WorkerSockets {
 /// kernel spreads new connections over them, and no worker waits on
 /// another's accept queue. Port 0 binds the others to the port the first
 /// one got.
+///
+/// `SO_REUSEPORT` would also let another process of the same user join
+/// the group and silently take a share of the connections. So a probe
+/// socket without it is bound first: it fails with `AddrInUse` when anyone
+/// listens on the address, as for any occupied port. The probe (never
+/// listening, `SO_REUSEADDR`) stays bound until the workers' sockets
+/// listen, so a second process starting at the same moment fails its own
+/// probe once they do.
 pub fn bind_reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::TcpListener>> {
     use socket2::{Domain, Protocol, Socket, Type};
+    let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    probe.set_reuse_address(true)?;
+    probe.bind(&addr.into())?;
+    let mut addr = probe
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| io::Error::other("not an IP socket"))?;
     let mut bound = Vec::with_capacity(n.max(1));
-    let mut addr = addr;
     for _ in 0..n.max(1) {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         socket.set_reuse_address(true)?;
@@ -92,6 +106,7 @@ pub fn bind_reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::Tc
         addr = listener.local_addr()?;
         bound.push(listener);
     }
+    drop(probe);
     Ok(bound)
 }
 
@@ -608,6 +623,9 @@ mod tests {
         let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let err = bind_reuseport(taken.local_addr().expect("addr"), 2).expect_err("in use");
         assert_eq!(err.kind(), io::ErrorKind::AddrInUse);
+        // Nor is another group's `SO_REUSEPORT` socket (a second process).
+        let again = bind_reuseport(sockets[0].local_addr().expect("addr"), 2);
+        assert_eq!(again.expect_err("in use").kind(), io::ErrorKind::AddrInUse);
     }
 }
 

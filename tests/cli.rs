@@ -64,7 +64,11 @@ fn check_config_accepts_the_example_and_names_the_bad_key() {
             "[proxy]\nresponse_timeout = \"soon\"\n",
             "proxy.response_timeout",
         ),
-        ("listen = [\n", "line"),
+        ("listen = [\n", "bad.toml:2: syntax error"),
+        (
+            "\n[redirect]\nwww = \"sometimes\"\n",
+            "bad.toml:3: redirect.www",
+        ),
         ("rules_dir = \"/nonexistent/rules\"\n", "/nonexistent/rules"),
     ];
     for (text, key) in cases {
@@ -87,9 +91,22 @@ fn check_config_accepts_the_example_and_names_the_bad_key() {
 
 #[test]
 fn start_up_errors_are_one_line() {
-    let out = run(&["--listen", "not-an-address"]);
+    // A flag value that cannot be an address is a bad flag (issue 10.9).
+    for bad in ["not-an-address", "127.0.0.1:99999"] {
+        let out = run(&["--listen", bad]);
+        assert_eq!(out.status.code(), Some(2), "--listen {bad}");
+        assert!(stderr(&out).contains("--listen"), "{}", stderr(&out));
+    }
+    let out = run(&["--upstream", "ftp://x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // The same value in the file is a config error naming file and line.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "\nlisten = \"127.0.0.1:99999\"\n").expect("write");
+    let out = run(&["--config", file.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(64));
-    assert!(stderr(&out).contains("listen"), "{}", stderr(&out));
+    let want = format!("crawlgate: error: {}:2: listen: ", file.display());
+    assert!(stderr(&out).starts_with(&want), "{}", stderr(&out));
 
     let out = run(&["--no-such-flag"]);
     assert_eq!(out.status.code(), Some(2));
@@ -104,6 +121,32 @@ fn start_up_errors_are_one_line() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// Issue 10.7: with `SO_REUSEPORT`, a second crawlgate on the same address
+/// would silently get every other connection. It must exit 1 with the
+/// occupied-port line instead, and the first one keeps all the traffic.
+#[test]
+fn a_second_instance_on_the_same_address_is_refused() {
+    let addr = free_addr();
+    let text = addr.to_string();
+    let _first = process::start(
+        &["--listen", &text, "--upstream", "http://127.0.0.1:9"],
+        addr,
+        Stdio::null(),
+    );
+    let out = Command::new(BIN)
+        .args(["--listen", &text, "--upstream", "http://127.0.0.1:9"])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on {addr}")) && err.contains("in use"),
+        "{err}"
+    );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
@@ -295,12 +338,23 @@ fn demo_shows_every_feature() {
         printed.push(line);
     }
     let printed = printed.join("\n");
-    for needle in ["?do=vote", "robots.txt", "Host: www.localhost", "curl -i"] {
+    // The classify hint runs the binary that was started, not `cargo run`
+    // (issue 10.9).
+    let classify_hint = format!("| {BIN} classify --explain");
+    for needle in [
+        "?do=vote",
+        "robots.txt",
+        "Host: www.localhost",
+        "curl -i",
+        &classify_hint,
+    ] {
         assert!(
             printed.contains(needle),
             "demo output lacks {needle}:\n{printed}"
         );
     }
+
+    assert!(!printed.contains("cargo run"), "{printed}");
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
