@@ -28,6 +28,7 @@
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
 //!   running state and its reload (SIGHUP).
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
+//! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
 pub mod canonical;
 pub mod classify;
@@ -35,6 +36,7 @@ pub mod config;
 pub mod demo;
 pub mod framing;
 pub mod live;
+pub mod logging;
 pub mod policy;
 pub mod proxy;
 pub mod query;

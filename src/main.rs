@@ -15,7 +15,6 @@ use crawlgate::rules::RuleLists;
 use crawlgate::server::WorkerSockets;
 use crawlgate::tls::CertStore;
 use tokio_rustls::TlsAcceptor;
-use tracing_subscriber::EnvFilter;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
 const EXIT_CONFIG: u8 = 64;
@@ -306,21 +305,31 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the runtime")
 }
 
+/// Logs to stderr, filtered by `RUST_LOG`; an unusable `RUST_LOG` is
+/// warned about and replaced by `info`, never left to silence every line.
 fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let value = std::env::var("RUST_LOG").ok();
+    let (filter, warning) = crawlgate::logging::filter(value.as_deref());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(io::stderr().is_terminal())
         .with_writer(io::stderr)
         .init();
+    if let Some(warning) = warning {
+        tracing::warn!("{warning}");
+    }
 }
 
 /// The proxy's signals: SIGHUP reloads; the first SIGTERM or SIGINT starts
-/// the graceful shutdown; a second one exits at once.
+/// the graceful shutdown; a second one exits at once. SIGUSR1 and SIGUSR2
+/// are caught and logged, so that a logrotate script sending them cannot
+/// kill the process (their default action).
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
+    usr2: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -331,6 +340,8 @@ impl Signals {
             term: install(SignalKind::terminate())?,
             int: install(SignalKind::interrupt())?,
             hup: install(SignalKind::hangup())?,
+            usr1: install(SignalKind::user_defined1())?,
+            usr2: install(SignalKind::user_defined2())?,
         })
     }
 
@@ -347,19 +358,34 @@ impl Signals {
                     let live = Arc::clone(live);
                     let _ = tokio::task::spawn_blocking(move || reload(&live)).await;
                 }
+                _ = self.usr1.recv() => ignored("SIGUSR1"),
+                _ = self.usr2.recv() => ignored("SIGUSR2"),
             }
         }
         tracing::info!(
             "shutdown signal received: draining connections; a second signal exits at once"
         );
         let _ = stop.send(true);
-        tokio::select! {
-            _ = self.term.recv() => {},
-            _ = self.int.recv() => {},
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => break,
+                _ = self.int.recv() => break,
+                _ = self.usr1.recv() => ignored("SIGUSR1"),
+                _ = self.usr2.recv() => ignored("SIGUSR2"),
+            }
         }
         tracing::warn!("second shutdown signal: exiting without draining");
         std::process::exit(EXIT_INTERRUPTED);
     }
+}
+
+/// A signal with no meaning yet (logs go to stderr, so there is no log
+/// file to reopen): logged, never fatal.
+fn ignored(signal: &str) {
+    tracing::info!(
+        signal,
+        "signal ignored: crawlgate has no log file to reopen (logs go to stderr)"
+    );
 }
 
 fn reload(live: &Live) {

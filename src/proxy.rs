@@ -128,6 +128,61 @@ impl ProxyError {
     }
 }
 
+impl ProxyError {
+    /// What went wrong with the upstream, in an operator's words, for the
+    /// warning a 502 or 504 logs; `None` when the client is at fault.
+    pub fn upstream_cause(&self) -> Option<&'static str> {
+        use std::io::ErrorKind;
+        let io_kind = |err: &legacy::Error| {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+            while let Some(e) = source {
+                if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                    return Some(io.kind());
+                }
+                source = e.source();
+            }
+            None
+        };
+        match self {
+            ProxyError::Connect(err) => Some(match io_kind(err) {
+                Some(ErrorKind::ConnectionRefused) => "connection refused",
+                Some(ErrorKind::TimedOut) => "connect timeout",
+                Some(ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable) => "unreachable",
+                _ if ErrorChainHas(err).text("dns error") => "name not resolved",
+                _ if ErrorChainHas(err).text("timed out") => "connect timeout",
+                _ => "connect failed",
+            }),
+            ProxyError::Timeout(_) => Some("response timeout"),
+            ProxyError::Upstream(err) => Some(match io_kind(err) {
+                Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
+                _ if stale_connection(err) => "closed before a complete response",
+                _ if ErrorChainHas(err).text("parse") || ErrorChainHas(err).text("invalid") => {
+                    "invalid response"
+                }
+                _ => "exchange failed",
+            }),
+            ProxyError::Target | ProxyError::ClientBody(_) | ProxyError::BodyTooLarge => None,
+        }
+    }
+}
+
+/// Looks for a phrase in an error's display chain (hyper's errors expose
+/// no kind for some causes).
+struct ErrorChainHas<'a>(&'a legacy::Error);
+
+impl ErrorChainHas<'_> {
+    fn text(&self, needle: &str) -> bool {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self.0);
+        while let Some(e) = source {
+            if e.to_string().contains(needle) {
+                return true;
+            }
+            source = e.source();
+        }
+        false
+    }
+}
+
 /// Who sent the request, as the proxy knows it.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientInfo {
@@ -307,6 +362,11 @@ impl Upstream {
             && self.authority == old.authority
             && self.connect_timeout == old.connect_timeout
             && self.pool == old.pool
+    }
+
+    /// `scheme://host:port` of the origin, for logs.
+    pub fn origin(&self) -> (&Scheme, &Authority) {
+        (&self.scheme, &self.authority)
     }
 
     /// Sends `req` upstream and returns the response with its body still

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use crate::classify::{Classifier, UaClass};
 use crate::config::{Config, Limits};
 use crate::framing;
+use crate::logging::LogLimiter;
 use crate::policy::{self, Decision, Facts, Policy};
 use crate::proxy::{ClientInfo, ProxyError, Upstream, UpstreamTlsError};
 use crate::response::{self, Body, ServiceResult};
@@ -221,8 +222,9 @@ async fn forward(
     let res = match result {
         Ok(res) => res.map(Either::Left),
         Err(err) => {
-            tracing::debug!(error = %ErrorChain(&err), "upstream request failed");
-            error_response(&err)
+            let res = error_response(&err);
+            log_upstream_failure(&shared, &err, res.status());
+            res
         }
     };
     if let Some(fields) = fields {
@@ -235,6 +237,31 @@ async fn forward(
         );
     }
     Ok(res)
+}
+
+/// At most this many upstream-failure warnings a second; the next one
+/// allowed says how many were held back.
+static UPSTREAM_FAILURES: LogLimiter = LogLimiter::new(5);
+
+/// A 502 or 504 is the operator's business: its cause at `warn`, a few
+/// lines a second however many requests fail. A client-side failure (a
+/// broken request body) stays at `debug`.
+fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
+    let Some(cause) = err.upstream_cause() else {
+        tracing::debug!(error = %ErrorChain(err), "request failed on the client's side");
+        return;
+    };
+    if let Some(suppressed) = UPSTREAM_FAILURES.admit() {
+        let (scheme, authority) = shared.upstream.origin();
+        tracing::warn!(
+            status = status.as_u16(),
+            cause,
+            upstream = %format_args!("{scheme}://{authority}"),
+            error = %ErrorChain(err),
+            suppressed,
+            "upstream request failed",
+        );
+    }
 }
 
 fn error_response(err: &ProxyError) -> Response<Body> {

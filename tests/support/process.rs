@@ -43,9 +43,14 @@ impl Running {
 /// Starts the binary with `args` (stderr to `stderr`) and waits until `addr`
 /// accepts connections.
 pub fn start(args: &[&str], addr: SocketAddr, stderr: Stdio) -> Running {
+    start_logging(args, addr, stderr, "warn")
+}
+
+/// [`start`] with `RUST_LOG` set to `rust_log`.
+pub fn start_logging(args: &[&str], addr: SocketAddr, stderr: Stdio, rust_log: &str) -> Running {
     let child = Command::new(BIN)
         .args(args)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", rust_log)
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
