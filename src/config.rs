@@ -375,12 +375,20 @@ impl Config {
             return Self::from_raw(RawConfig::default(), overrides);
         };
         let text = RawConfig::read_text(path)?;
-        let raw = RawConfig::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
-            path: path.to_owned(),
-            line,
-            key,
-            message,
-        })?;
+        let mut raw =
+            RawConfig::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
+                path: path.to_owned(),
+                line,
+                key,
+                message,
+            })?;
+        // Paths in the file are relative to the file, not to wherever the
+        // process was started (`/` under systemd); made absolute so that a
+        // reload and every error mean the same folder.
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        if let Some(dir) = absolute.parent() {
+            raw.resolve_paths(dir);
+        }
         Self::from_raw(raw, overrides).map_err(|error| match error {
             ConfigError::Invalid { key, .. } => ConfigError::InFile {
                 path: path.to_owned(),
@@ -773,6 +781,27 @@ impl RawConfig {
         })
     }
 
+    /// Makes the file's relative paths relative to `dir`, the file's
+    /// folder: `sitemap_dir`, `rules_dir`, `tls.certs` (default `certs`,
+    /// beside the file) and `proxy.upstream_ca`. Flags are not touched:
+    /// they are relative to the working directory, as on any command line.
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        let tls_certs = self.tls.certs.get_or_insert_with(|| PathBuf::from("certs"));
+        for path in [
+            self.sitemap_dir.as_mut(),
+            self.rules_dir.as_mut(),
+            Some(tls_certs),
+            self.proxy.upstream_ca.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
+        }
+    }
+
     fn read_text(path: &Path) -> Result<String, ConfigError> {
         std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
@@ -1039,6 +1068,33 @@ mod tests {
                 "{text:?} gave {err:?}, want {prefix:?}…"
             );
         }
+    }
+
+    /// Issue 10.5: paths in the file are relative to the file's folder;
+    /// absolute ones and flags stay as given.
+    #[test]
+    fn paths_in_the_file_are_relative_to_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "sitemap_dir = \"maps\"\nrules_dir = \"/abs/rules\"\nupstream = \"https://x:1\"\n\
+             [proxy]\nupstream_ca = \"ca/root.pem\"\n[tls]\nlisten = \"127.0.0.1:8443\"\n",
+        )
+        .expect("write");
+        let c = Config::load(Some(&path), &Overrides::default()).expect("valid");
+        assert_eq!(c.sitemap_dir, Some(dir.path().join("maps")));
+        assert_eq!(c.rules_dir, Some(PathBuf::from("/abs/rules")));
+        assert_eq!(c.upstream.ca_file, Some(dir.path().join("ca/root.pem")));
+        assert_eq!(c.tls.expect("tls").certs_dir, dir.path().join("certs"));
+        let flags = Overrides {
+            certs_dir: Some(PathBuf::from("mine")),
+            sitemap_dir: Some(PathBuf::from("here")),
+            ..Overrides::default()
+        };
+        let c = Config::load(Some(&path), &flags).expect("valid");
+        assert_eq!(c.sitemap_dir, Some(PathBuf::from("here")));
+        assert_eq!(c.tls.expect("tls").certs_dir, PathBuf::from("mine"));
     }
 
     #[test]

@@ -89,6 +89,38 @@ fn check_config_accepts_the_example_and_names_the_bad_key() {
     assert!(stderr(&out).contains("/nonexistent/crawlgate.toml"));
 }
 
+/// Issue 10.5: `rules_dir = "rules"` means the folder beside the config
+/// file, wherever crawlgate is started from (systemd starts it in `/`);
+/// errors print the resolved path.
+#[test]
+fn config_paths_are_relative_to_the_config_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("rules")).expect("mkdir");
+    std::fs::write(dir.path().join("rules/mine.txt"), "FancyFetcher\n").expect("write");
+    let config = dir.path().join("crawlgate.toml");
+    std::fs::write(&config, "rules_dir = \"rules\"\n").expect("write");
+    let out = Command::new(BIN)
+        .args(["check-config", config.to_str().expect("utf-8")])
+        .current_dir("/")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    std::fs::write(&config, "rules_dir = \"gone\"\n").expect("write");
+    let out = Command::new(BIN)
+        .args(["check-config", config.to_str().expect("utf-8")])
+        .current_dir("/")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(64));
+    let resolved = dir.path().join("gone");
+    assert!(
+        stderr(&out).contains(&resolved.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn start_up_errors_are_one_line() {
     // A flag value that cannot be an address is a bad flag (issue 10.9).
