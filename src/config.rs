@@ -135,6 +135,9 @@ pub struct RawTls {
     pub redirect_http: Option<bool>,
     /// Strict-Transport-Security value for HTTPS responses.
     pub hsts: Option<String>,
+    /// Refuse to start (or reload) when any certificate pair is unusable,
+    /// instead of skipping it.
+    pub strict: Option<bool>,
 }
 
 /// `[limits]` as written.
@@ -289,6 +292,8 @@ pub struct TlsConfig {
     pub http2: bool,
     /// `Strict-Transport-Security` added to HTTPS responses that lack one.
     pub hsts: Option<HeaderValue>,
+    /// Fail on any unusable certificate pair instead of skipping it.
+    pub strict: bool,
 }
 
 /// Resource limits, validated.
@@ -708,6 +713,7 @@ fn tls_config(
         http2,
         redirect_http,
         hsts,
+        strict,
     } = raw;
     let hsts = match hsts.filter(|h| !h.is_empty()) {
         None => None,
@@ -765,6 +771,7 @@ fn tls_config(
         default_name: default_name.map(|n| n.trim_end_matches('.').to_ascii_lowercase()),
         http2: http2.unwrap_or(true),
         hsts,
+        strict: strict.unwrap_or(false),
     };
     Ok((Some(tls), https))
 }
@@ -1179,6 +1186,7 @@ mod tests {
             "http2",
             "redirect_http",
             "hsts",
+            "strict",
         ] {
             assert!(
                 text.contains(key),

@@ -53,6 +53,7 @@ pub fn load(path: Option<&std::path::Path>, overrides: &Overrides) -> Result<Loa
         Some(tls) => Some(CertStore::load(
             &tls.certs_dir,
             tls.default_name.as_deref(),
+            tls.strict,
         )?),
         None => None,
     };

@@ -13,7 +13,7 @@ use crawlgate::config::Overrides;
 use crawlgate::live::Live;
 use crawlgate::rules::RuleLists;
 use crawlgate::server::WorkerSockets;
-use crawlgate::tls::CertStore;
+use crawlgate::tls::{CertStore, EXPIRY_WARNING_DAYS};
 use tokio_rustls::TlsAcceptor;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
@@ -211,14 +211,48 @@ fn bind(addr: SocketAddr, workers: usize) -> anyhow::Result<Vec<std::net::TcpLis
         .with_context(|| format!("cannot listen on {addr}"))
 }
 
+/// Logs what [`certificate_notes`] says, warnings at `warn`.
 fn log_certificates(store: &CertStore) {
-    for cert in &store.loaded {
-        tracing::info!(
-            file = %cert.path.display(),
-            names = %cert.names.join(" "),
-            "certificate loaded",
-        );
+    for (warning, line) in certificate_notes(store) {
+        if warning {
+            tracing::warn!("{line}");
+        } else {
+            tracing::info!("{line}");
+        }
     }
+}
+
+/// What an operator needs to know of the certificates, the same at
+/// start-up, on reload and from `check-config`: each one served, with its
+/// names and expiry date; a warning for each that expires within
+/// [`EXPIRY_WARNING_DAYS`] and for each pair skipped; (is a warning, line).
+fn certificate_notes(store: &CertStore) -> Vec<(bool, String)> {
+    let now = crawlgate::tls::unix_now();
+    let mut notes = Vec::with_capacity(store.loaded.len() + store.skipped.len());
+    for cert in &store.loaded {
+        let days = cert.days_left(now);
+        let soon = days < EXPIRY_WARNING_DAYS;
+        let when = if soon {
+            format!("expires {} (in {days} days: renew it)", cert.expires)
+        } else {
+            format!("expires {}", cert.expires)
+        };
+        notes.push((
+            soon,
+            format!(
+                "certificate {}: serves {}, {when}",
+                cert.path.display(),
+                cert.names.join(" ")
+            ),
+        ));
+    }
+    for skipped in &store.skipped {
+        notes.push((true, format!("certificate skipped: {skipped}")));
+    }
+    if let Some(warning) = &store.default_warning {
+        notes.push((true, warning.clone()));
+    }
+    notes
 }
 
 fn run_demo(listen: Option<SocketAddr>) -> ExitCode {
@@ -267,7 +301,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
                 .tls
                 .as_ref()
                 .map(|t| {
-                    let n = loaded.certs.map_or(0, |c| c.loaded.len());
+                    let n = loaded.certs.as_ref().map_or(0, |c| c.loaded.len());
                     let plural = if n == 1 { "" } else { "s" };
                     format!(", tls {} with {n} certificate{plural}", t.listen)
                 })
@@ -279,6 +313,15 @@ fn check_config(file: &std::path::Path) -> ExitCode {
                 config.upstream.scheme,
                 config.upstream.authority
             );
+            for (warning, line) in loaded
+                .certs
+                .as_ref()
+                .map(certificate_notes)
+                .unwrap_or_default()
+            {
+                let mark = if warning { "warning: " } else { "" };
+                println!("  {mark}{line}");
+            }
             ExitCode::SUCCESS
         }
         Err(err) => {

@@ -13,7 +13,11 @@
 //! (its DNS subject alternative names, or the subject's common name when it
 //! has none), never from the file name. Each pair is checked when loaded:
 //! the PEM parses, the key matches the first certificate, and the
-//! certificate is valid now; any failure is one error naming the file.
+//! certificate is valid now. A pair that fails is [`Skipped`], with the
+//! file, the reason and the names it would have served, and the others
+//! serve: one expired certificate must not take every site down. Loading
+//! fails only when no usable certificate is left, or at the first bad pair
+//! with `tls.strict = true`.
 //!
 //! [`Certs`] is the rustls resolver: exact names first, then `*.parent`
 //! wildcards (one label, as browsers match them), then the default
@@ -55,11 +59,21 @@ pub enum TlsError {
         /// What is wrong.
         message: String,
     },
-    /// The folder holds no usable certificate.
+    /// The folder holds no certificate at all.
     #[error("{}: no certificate found (want NAME.crt + NAME.key, or live/DOMAIN/fullchain.pem + privkey.pem)", dir.display())]
     Empty {
         /// The folder.
         dir: PathBuf,
+    },
+    /// Every certificate of the folder was skipped.
+    #[error("{}: no usable certificate ({count} skipped; first: {first})", dir.display())]
+    NoneUsable {
+        /// The folder.
+        dir: PathBuf,
+        /// How many pairs were skipped.
+        count: usize,
+        /// The first reason.
+        first: Box<TlsError>,
     },
     /// `tls.default_name` names a host no certificate serves.
     #[error("tls.default_name: no certificate in {} serves {name:?}", dir.display())]
@@ -92,6 +106,45 @@ pub struct Loaded {
     pub names: Vec<Box<str>>,
     /// End of validity, seconds since the Unix epoch.
     pub not_after: i64,
+    /// End of validity as a date, `2027-03-01 12:00:00 UTC`.
+    pub expires: Box<str>,
+}
+
+/// Certificates expiring within this many days are warned about at
+/// start-up, on reload and by `check-config`.
+pub const EXPIRY_WARNING_DAYS: i64 = 14;
+
+impl Loaded {
+    /// Whole days from `now` (Unix seconds) until the certificate expires.
+    pub fn days_left(&self, now: i64) -> i64 {
+        (self.not_after - now).div_euclid(86_400)
+    }
+}
+
+/// A certificate pair that was not loaded, and why.
+#[derive(Debug)]
+pub struct Skipped {
+    /// What is wrong; its message names the file.
+    pub reason: TlsError,
+    /// The names the certificate would have served, when it could be read.
+    pub names: Vec<Box<str>>,
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.reason)?;
+        if !self.names.is_empty() {
+            write!(f, " (would serve {})", self.names.join(" "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 impl fmt::Debug for Loaded {
@@ -113,29 +166,54 @@ pub struct CertStore {
     default: Arc<CertifiedKey>,
     /// What was loaded, in file order (for the start-up log and tests).
     pub loaded: Vec<Loaded>,
+    /// What was not, in file order.
+    pub skipped: Vec<Skipped>,
+    /// Why `tls.default_name` could not be honoured, when it could not (the
+    /// first certificate answers clients without SNI instead).
+    pub default_warning: Option<String>,
 }
 
 impl CertStore {
-    /// Reads every pair in `dir`. `default_name` picks the certificate for
-    /// clients without SNI (and with an unknown name); without it, the
-    /// first certificate in file-name order is the default.
-    pub fn load(dir: &Path, default_name: Option<&str>) -> Result<Self, TlsError> {
+    /// Reads every pair in `dir`, skipping the unusable ones (see
+    /// [`CertStore::skipped`]); `strict` fails at the first one instead.
+    /// `default_name` picks the certificate for clients without SNI (and
+    /// with an unknown name); without it, the first certificate in
+    /// file-name order is the default.
+    pub fn load(dir: &Path, default_name: Option<&str>, strict: bool) -> Result<Self, TlsError> {
         let provider = provider();
-        let pairs = find_pairs(dir)?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let (pairs, mut skipped) = find_pairs(dir)?;
+        let now = unix_now();
         let mut loaded = Vec::with_capacity(pairs.len());
         for (cert, key) in pairs {
-            loaded.push(load_pair(&cert, &key, &provider, now)?);
+            match load_pair(&cert, &key, &provider, now) {
+                Ok(pair) => loaded.push(pair),
+                Err(skip) => skipped.push(skip),
+            }
         }
-        Self::index(dir, loaded, default_name)
+        if strict {
+            if let Some(first) = skipped.into_iter().next() {
+                return Err(first.reason);
+            }
+            skipped = Vec::new();
+        }
+        if loaded.is_empty() && !skipped.is_empty() {
+            let count = skipped.len();
+            let first = skipped.swap_remove(0).reason;
+            return Err(TlsError::NoneUsable {
+                dir: dir.to_owned(),
+                count,
+                first: Box::new(first),
+            });
+        }
+        Self::index(dir, loaded, skipped, default_name, strict)
     }
 
     fn index(
         dir: &Path,
         loaded: Vec<Loaded>,
+        skipped: Vec<Skipped>,
         default_name: Option<&str>,
+        strict: bool,
     ) -> Result<Self, TlsError> {
         let Some(first) = loaded.first() else {
             return Err(TlsError::Empty {
@@ -163,17 +241,32 @@ impl CertStore {
         }
         let exact: HashMap<_, _> = exact.into_iter().map(|(k, (_, v))| (k, v)).collect();
         let wildcard: HashMap<_, _> = wildcard.into_iter().map(|(k, (_, v))| (k, v)).collect();
+        let mut default_warning = None;
         if let Some(name) = default_name {
-            default = lookup(&exact, &wildcard, name).ok_or_else(|| TlsError::NoDefault {
-                dir: dir.to_owned(),
-                name: name.to_owned(),
-            })?;
+            match lookup(&exact, &wildcard, name) {
+                Some(key) => default = key,
+                None if strict => {
+                    return Err(TlsError::NoDefault {
+                        dir: dir.to_owned(),
+                        name: name.to_owned(),
+                    })
+                }
+                None => {
+                    default_warning = Some(format!(
+                        "tls.default_name: no usable certificate in {} serves {name:?}; clients without SNI get {}",
+                        dir.display(),
+                        first.path.display()
+                    ));
+                }
+            }
         }
         Ok(Self {
             exact,
             wildcard,
             default,
             loaded,
+            skipped,
+            default_warning,
         })
     }
 
@@ -209,8 +302,11 @@ fn lookup(
     wildcard.get(parent).cloned()
 }
 
-/// The (certificate, key) files of `dir`, in a stable order.
-fn find_pairs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, TlsError> {
+/// The (certificate, key) files of `dir`, in a stable order, and the
+/// incomplete pairs (a key without its certificate, a certbot folder
+/// missing a file). Only an unreadable folder is an error.
+#[allow(clippy::type_complexity)]
+fn find_pairs(dir: &Path) -> Result<(Vec<(PathBuf, PathBuf)>, Vec<Skipped>), TlsError> {
     let read_dir = |path: &Path| {
         let mut entries = std::fs::read_dir(path)
             .and_then(|rd| {
@@ -225,6 +321,13 @@ fn find_pairs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, TlsError> {
         Ok::<_, TlsError>(entries)
     };
     let mut pairs = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skip = |path: &Path, message: &str| {
+        skipped.push(Skipped {
+            reason: invalid(path, message),
+            names: Vec::new(),
+        });
+    };
     for path in read_dir(dir)? {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         match ext {
@@ -239,10 +342,10 @@ fn find_pairs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, TlsError> {
                     .iter()
                     .any(|e| path.with_extension(e).is_file());
                 if !has_cert {
-                    return Err(invalid(
+                    skip(
                         &path,
                         "private key without a certificate (want NAME.crt or NAME.pem beside it)",
-                    ));
+                    );
                 }
             }
             _ => {}
@@ -256,18 +359,17 @@ fn find_pairs(dir: &Path) -> Result<Vec<(PathBuf, PathBuf)>, TlsError> {
             }
             let cert = domain.join("fullchain.pem");
             let key = domain.join("privkey.pem");
-            for file in [&cert, &key] {
-                if !file.is_file() {
-                    return Err(invalid(
-                        file,
-                        "missing (certbot layout: live/DOMAIN/fullchain.pem + privkey.pem)",
-                    ));
-                }
+            let missing = [&cert, &key].into_iter().find(|f| !f.is_file()).cloned();
+            match missing {
+                Some(missing) => skip(
+                    &missing,
+                    "missing (certbot layout: live/DOMAIN/fullchain.pem + privkey.pem)",
+                ),
+                None => pairs.push((cert, key)),
             }
-            pairs.push((cert, key));
         }
     }
-    Ok(pairs)
+    Ok((pairs, skipped))
 }
 
 fn load_pair(
@@ -275,6 +377,21 @@ fn load_pair(
     key_path: &Path,
     provider: &CryptoProvider,
     now: i64,
+) -> Result<Loaded, Skipped> {
+    // The names, once read, go with any later failure into the report.
+    let mut names = Vec::new();
+    check_pair(cert_path, key_path, provider, now, &mut names).map_err(|reason| Skipped {
+        reason,
+        names: std::mem::take(&mut names),
+    })
+}
+
+fn check_pair(
+    cert_path: &Path,
+    key_path: &Path,
+    provider: &CryptoProvider,
+    now: i64,
+    names: &mut Vec<Box<str>>,
 ) -> Result<Loaded, TlsError> {
     let read = |path: &Path| {
         std::fs::read(path).map_err(|source| TlsError::Read {
@@ -289,34 +406,38 @@ fn load_pair(
     if chain.is_empty() {
         return Err(invalid(cert_path, "no CERTIFICATE block"));
     }
-    let key_pem = read(key_path)?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem)
-        .map_err(|e| invalid(key_path, format!("not a PEM private key: {e}")))?;
-
-    let (names, not_after) = {
+    let (not_before, not_after, expires) = {
         let (_, leaf) = x509_parser::parse_x509_certificate(&chain[0])
             .map_err(|e| invalid(cert_path, format!("cannot parse the certificate: {e}")))?;
+        *names = cert_names(&leaf);
         let validity = leaf.validity();
-        if validity.not_after.timestamp() < now {
-            return Err(invalid(
-                cert_path,
-                format!("certificate expired on {}", validity.not_after),
-            ));
-        }
-        if validity.not_before.timestamp() > now {
-            return Err(invalid(
-                cert_path,
-                format!("certificate not valid before {}", validity.not_before),
-            ));
-        }
-        (cert_names(&leaf), validity.not_after.timestamp())
+        (
+            validity.not_before.timestamp(),
+            validity.not_after.timestamp(),
+            date(&validity.not_after),
+        )
     };
+    if not_after < now {
+        return Err(invalid(
+            cert_path,
+            format!("certificate expired on {expires}"),
+        ));
+    }
+    if not_before > now {
+        return Err(invalid(
+            cert_path,
+            format!("certificate not valid before {}", date_of(not_before)),
+        ));
+    }
     if names.is_empty() {
         return Err(invalid(
             cert_path,
             "the certificate names no DNS host (no subjectAltName DNS entry or common name)",
         ));
     }
+    let key_pem = read(key_path)?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| invalid(key_path, format!("not a PEM private key: {e}")))?;
     let key = CertifiedKey::from_der(chain, key, provider).map_err(|e| match e {
         rustls::Error::InconsistentKeys(_) => invalid(
             key_path,
@@ -330,9 +451,31 @@ fn load_pair(
     Ok(Loaded {
         key: Arc::new(key),
         path: cert_path.to_owned(),
-        names,
+        names: names.clone(),
         not_after,
+        expires,
     })
+}
+
+/// A certificate time as `2027-03-01 12:00:00 UTC`.
+fn date(time: &x509_parser::time::ASN1Time) -> Box<str> {
+    let t = time.to_datetime();
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+    .into_boxed_str()
+}
+
+/// Unix seconds as a date, like [`date`].
+fn date_of(seconds: i64) -> Box<str> {
+    x509_parser::time::ASN1Time::from_timestamp(seconds)
+        .map_or_else(|_| seconds.to_string().into_boxed_str(), |t| date(&t))
 }
 
 /// The DNS names a leaf certificate serves, lowercase, without duplicates:

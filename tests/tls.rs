@@ -6,6 +6,7 @@ mod support;
 
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use crawlgate::config::Overrides;
@@ -92,14 +93,32 @@ fn bad_certificate_folders_name_the_file() {
     let check = |setup: &dyn Fn(&std::path::Path), want_file: &str, want: &str| {
         let dir = tempfile::tempdir().expect("tempdir");
         setup(dir.path());
-        let err = CertStore::load(dir.path(), None).expect_err(want);
-        let text = err.to_string();
-        assert!(
-            text.contains(want_file) && text.contains(want),
-            "{text:?} should name {want_file} and say {want:?}"
-        );
-        assert!(!text.contains('\n'), "one line: {text:?}");
+        // Alone in its folder, a bad pair leaves nothing to serve: an
+        // error naming the file, strict or not.
+        for strict in [false, true] {
+            let err = CertStore::load(dir.path(), None, strict).expect_err(want);
+            let text = err.to_string();
+            assert!(
+                text.contains(want_file) && text.contains(want),
+                "{text:?} should name {want_file} and say {want:?}"
+            );
+            assert!(!text.contains('\n'), "one line: {text:?}");
+        }
+        // Beside a good one, it is skipped (and named), unless strict.
+        t::write_flat(dir.path(), "zz-good.crt", &ca.leaf(&["good.test"]));
+        let store = CertStore::load(dir.path(), None, false).expect("the good one serves");
+        assert_eq!(store.loaded.len(), 1);
+        let skipped: Vec<String> = store.skipped.iter().map(ToString::to_string).collect();
+        if !want_file.is_empty() {
+            assert!(
+                skipped.len() == 1 && skipped[0].contains(want_file) && skipped[0].contains(want),
+                "{skipped:?}"
+            );
+            let err = CertStore::load(dir.path(), None, true).expect_err("strict");
+            assert!(err.to_string().contains(want_file), "{err}");
+        }
     };
+
     check(
         &|d| {
             t::write_flat(
@@ -170,11 +189,164 @@ fn bad_certificate_folders_name_the_file() {
     );
     check(&|_| {}, "", "no certificate found");
 
-    // A default name that no certificate serves.
+    // A default name that no certificate serves: an error when strict, a
+    // warning otherwise (the first certificate answers instead).
     let dir = tempfile::tempdir().expect("tempdir");
     t::write_flat(dir.path(), "a.crt", &ca.leaf(&["a.test"]));
-    let err = CertStore::load(dir.path(), Some("z.test")).expect_err("no such default");
+    let err = CertStore::load(dir.path(), Some("z.test"), true).expect_err("no such default");
     assert!(matches!(err, TlsError::NoDefault { .. }), "{err}");
+    let store = CertStore::load(dir.path(), Some("z.test"), false).expect("loads");
+    assert!(store.default_warning.is_some_and(|w| w.contains("z.test")));
+}
+
+/// Issue 10.4: one expired certificate among good ones is skipped with a
+/// line naming the file, the reason and its names; the others serve, and
+/// a later reload with another bad one and an unrelated edit applies the
+/// edit. Only a folder with nothing usable (or `tls.strict`) stops
+/// start-up. Start-up and `check-config` list names and expiry dates and
+/// warn about a certificate expiring within 14 days.
+#[tokio::test]
+async fn one_bad_certificate_does_not_take_the_others_down() {
+    let ca = Ca::new();
+    let upstream = support::Upstream::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let certs = dir.path().join("certs");
+    std::fs::create_dir_all(&certs).expect("mkdir");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let good = ca.leaf(&["good.test"]);
+    t::write_flat(&certs, "good.crt", &good);
+    t::write_flat(
+        &certs,
+        "expired.crt",
+        &ca.leaf_valid(&["old.test", "www.old.test"], now - 900_000, now - 60),
+    );
+    // Expires in 5 days: served, with a warning.
+    t::write_flat(
+        &certs,
+        "soon.crt",
+        &ca.leaf_valid(&["soon.test"], now - 3600, now + 5 * 86_400 + 600),
+    );
+    let (addr, tls_addr) = (support::process::free_addr(), support::process::free_addr());
+    let config = dir.path().join("crawlgate.toml");
+    let write = |extra: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"{addr}\"\nupstream = \"{}\"\n{extra}[tls]\nlisten = \"{tls_addr}\"\ncerts = \"certs\"\n",
+                upstream.url()
+            ),
+        )
+        .expect("config");
+    };
+    write("");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("with 2 certificates"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("good.crt") && l.contains("good.test") && l.contains("expires 20")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("warning") && l.contains("soon.crt") && l.contains("in 5 days")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.contains("warning")
+            && l.contains("expired.crt")
+            && l.contains("expired on")
+            && l.contains("old.test www.old.test")),
+        "{stdout}"
+    );
+
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let proxy = support::process::start_logging(
+        &["--config", config.to_str().expect("utf-8")],
+        addr,
+        std::process::Stdio::from(log.reopen().expect("log")),
+        "info",
+    );
+    support::process::wait_listening(tls_addr);
+    let text = std::fs::read_to_string(log.path()).expect("log");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("WARN") && l.contains("expired.crt") && l.contains("old.test")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("good.crt") && l.contains("expires")),
+        "{text}"
+    );
+    let stream = t::handshake(
+        tls_addr,
+        t::client_config(ca.roots(), &[b"http/1.1"]),
+        Some("good.test"),
+    )
+    .await
+    .expect("the good certificate serves");
+    assert_eq!(t::presented(&stream), good.der);
+
+    // A reload with another broken pair and an unrelated edit: the edit
+    // applies, the broken pair is reported.
+    std::fs::write(certs.join("broken.crt"), "not pem").expect("write");
+    std::fs::write(certs.join("broken.key"), good.key_pem.clone()).expect("write");
+    write("[redirect]\nwww = \"off\"\n");
+    let moved = support::get(addr, "www.good.test", "/", Some(support::FIREFOX)).await;
+    assert_eq!(moved.status, 301);
+    proxy.signal("HUP");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let res = support::get(addr, "www.good.test", "/", Some(support::FIREFOX)).await;
+        if res.status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reload did not apply"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = std::fs::read_to_string(log.path()).expect("log");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("WARN") && l.contains("broken.crt") && l.contains("skipped")),
+        "{text}"
+    );
+    assert!(!text.contains("reload failed"), "{text}");
+    let stream = t::handshake(
+        tls_addr,
+        t::client_config(ca.roots(), &[b"http/1.1"]),
+        Some("good.test"),
+    )
+    .await
+    .expect("still served after the reload");
+    assert_eq!(t::presented(&stream), good.der);
+    drop(proxy);
+
+    // tls.strict asks for the old behaviour: any bad pair stops start-up.
+    write("");
+    let text = std::fs::read_to_string(&config).expect("config") + "strict = true\n";
+    std::fs::write(&config, text).expect("config");
+    let out = Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+        .args(["--config", config.to_str().expect("utf-8")])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
 }
 
 #[test]

@@ -314,6 +314,7 @@ impl Proxy {
         let store = crawlgate::tls::CertStore::load(
             &tls_config.certs_dir,
             tls_config.default_name.as_deref(),
+            tls_config.strict,
         )
         .expect("certificates load");
         let certs = Arc::new(crawlgate::tls::Certs::new(store));
