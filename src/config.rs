@@ -184,6 +184,9 @@ pub struct RawProxy {
     pub h2c: Option<bool>,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Option<String>,
+    /// Close a WebSocket (or other upgraded) tunnel after this long
+    /// without a byte in either direction.
+    pub websocket_idle_timeout: Option<String>,
     /// Worker threads, each with its own listening sockets and upstream
     /// pool; 0 = one per available CPU.
     pub workers: Option<usize>,
@@ -352,6 +355,8 @@ pub struct ProxyConfig {
     pub h2c: bool,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
+    /// Close an upgraded tunnel (WebSocket) idle this long.
+    pub websocket_idle_timeout: Duration,
     /// Worker threads (≥ 1).
     pub workers: usize,
 }
@@ -432,6 +437,7 @@ impl Config {
             shutdown_grace,
             h2c,
             http2_idle_timeout,
+            websocket_idle_timeout,
             workers,
             upstream_ca,
             upstream_sni,
@@ -547,6 +553,11 @@ impl Config {
             shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
             h2c: h2c.unwrap_or(false),
             http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
+            websocket_idle_timeout: duration(
+                "proxy.websocket_idle_timeout",
+                websocket_idle_timeout,
+                "300s",
+            )?,
             workers: match workers.unwrap_or(0) {
                 0 => std::thread::available_parallelism().map_or(1, usize::from),
                 n if n > 1024 => {
@@ -1177,6 +1188,7 @@ mod tests {
             "access",
             "h2c",
             "http2_idle_timeout",
+            "websocket_idle_timeout",
             "workers",
             "upstream_ca",
             "upstream_sni",

@@ -15,6 +15,8 @@
 //!    [`canonical`] address, serve [`robots`].txt, or forward.
 //! 3. A synthetic decision becomes a [`response`]; `Forward` goes through
 //!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
+//!    An HTTP/1.1 upgrade (WebSocket) the upstream accepts with 101 is
+//!    spliced both ways by [`tunnel`] in the connection's own task.
 //! 4. One access-log event per request (target `crawlgate::access`).
 //!
 //! # Layout
@@ -48,3 +50,4 @@ pub mod service;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;
+pub mod tunnel;

@@ -112,6 +112,10 @@ pub enum ProxyError {
     /// The request body grew past `limits.max_body_bytes`: 413.
     #[error("the request body is over the limit")]
     BodyTooLarge,
+    /// The upstream switched protocols (101) for a request that did not
+    /// ask to: 502.
+    #[error("the upstream answered 101 to a request that asked for no upgrade")]
+    UnaskedSwitch,
 }
 
 impl ProxyError {
@@ -124,6 +128,7 @@ impl ProxyError {
             ProxyError::Target => "target",
             ProxyError::ClientBody(_) => "client-body",
             ProxyError::BodyTooLarge => "body-too-large",
+            ProxyError::UnaskedSwitch => "unasked-switch",
         }
     }
 }
@@ -161,6 +166,7 @@ impl ProxyError {
                 }
                 _ => "exchange failed",
             }),
+            ProxyError::UnaskedSwitch => Some("switched protocols unasked"),
             ProxyError::Target | ProxyError::ClientBody(_) | ProxyError::BodyTooLarge => None,
         }
     }
@@ -181,6 +187,27 @@ impl ErrorChainHas<'_> {
         }
         false
     }
+}
+
+/// The protocol an HTTP/1.1 request asks to switch to: its `Upgrade`
+/// value, when `Connection` names `upgrade` and the value is not only
+/// `h2c` (which is ignored, as RFC 9113 §3.1 allows: the request is
+/// answered in HTTP/1.1). HTTP/1.0 and HTTP/2 requests never upgrade.
+pub fn requested_upgrade(version: Version, headers: &HeaderMap) -> Option<&HeaderValue> {
+    if version != Version::HTTP_11 {
+        return None;
+    }
+    let upgrade = headers.get(UPGRADE)?;
+    let only_h2c = upgrade
+        .as_bytes()
+        .split(|&b| b == b',')
+        .all(|t| t.trim_ascii().eq_ignore_ascii_case(b"h2c"));
+    let asked = headers.get_all(CONNECTION).iter().any(|v| {
+        v.as_bytes()
+            .split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"upgrade"))
+    });
+    (asked && !only_h2c).then_some(upgrade)
 }
 
 /// Who sent the request, as the proxy knows it.
@@ -398,6 +425,9 @@ impl Upstream {
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
             .or_else(|| parts.headers.get(HOST).cloned());
+        // `Upgrade` and `Connection` are hop-by-hop and removed below; an
+        // upgrade request gets them back, as this hop's own.
+        let upgrade = requested_upgrade(parts.version, &parts.headers).cloned();
         join_cookies(&mut parts.headers);
         parts.version = Version::HTTP_11;
 
@@ -420,6 +450,12 @@ impl Upstream {
                 class_header: &self.class_header,
             },
         );
+        if let Some(protocol) = &upgrade {
+            parts.headers.insert(UPGRADE, protocol.clone());
+            parts
+                .headers
+                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        }
 
         let has_body = !body.is_end_stream();
         let state = has_body.then(|| Arc::new(BodyState::default()));
@@ -487,7 +523,22 @@ impl Upstream {
             () = deadline => return Err(ProxyError::Timeout(timeout)),
         };
         let (mut parts, body) = response.into_parts();
+        let switched = parts.status == http::StatusCode::SWITCHING_PROTOCOLS;
+        let protocol = switched
+            .then(|| parts.headers.get(UPGRADE).cloned())
+            .flatten();
         strip_hop_by_hop(&mut parts.headers);
+        if switched {
+            // The tunnel is spliced by the caller (hyper's upgrade in the
+            // response's extensions); the client is told what it switched to.
+            let (Some(_), Some(protocol)) = (&upgrade, protocol) else {
+                return Err(ProxyError::UnaskedSwitch);
+            };
+            parts.headers.insert(UPGRADE, protocol);
+            parts
+                .headers
+                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+        }
         let body = ResponseBody {
             inner: body,
             idle: tokio::time::sleep(self.body_idle_timeout),

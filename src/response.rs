@@ -88,14 +88,6 @@ pub fn uri_too_long() -> Response<Body> {
     text(StatusCode::URI_TOO_LONG, "414 URI Too Long\n")
 }
 
-/// 501 for protocol upgrades (WebSocket): crawlgate does not tunnel them.
-pub fn upgrade_refused() -> Response<Body> {
-    text(
-        StatusCode::NOT_IMPLEMENTED,
-        "501 Not Implemented: this proxy does not tunnel protocol upgrades (WebSocket).\n",
-    )
-}
-
 /// 405 for methods a reverse proxy does not serve (CONNECT).
 pub fn method_not_allowed() -> Response<Body> {
     text(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n")

@@ -25,7 +25,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -40,6 +40,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::service::{self, ConnInfo, Shared};
+use crate::tunnel::UpgradeSlot;
 
 /// The request-path state, swapped whole on reload.
 pub type Live = ArcSwap<Shared>;
@@ -238,8 +239,10 @@ struct AcceptCtx<'a> {
 /// reload changes it, and shared by the connections (one `Arc` each).
 struct Builders {
     shared: Arc<Shared>,
-    /// HTTP/1 only (plain port without h2c; TLS with ALPN `http/1.1`).
-    h1: auto::Builder<TokioExecutor>,
+    /// HTTP/1 only (plain port without h2c; TLS with ALPN `http/1.1`):
+    /// hyper's own, since the auto builder's upgradeable connection reads
+    /// the first bytes before the header-read timeout starts.
+    h1: hyper::server::conn::http1::Builder,
     /// HTTP/2 only (TLS with ALPN `h2`).
     h2: auto::Builder<TokioExecutor>,
     /// Reads the preface and picks (plain port with h2c).
@@ -256,12 +259,18 @@ impl Builders {
             .max_buf_size(limits.max_header_bytes)
             .max_headers(limits.max_headers)
             .keep_alive(true);
+        let mut h1 = hyper::server::conn::http1::Builder::new();
+        h1.timer(TokioTimer::new())
+            .header_read_timeout(shared.header_read_timeout)
+            .max_buf_size(limits.max_header_bytes)
+            .max_headers(limits.max_headers)
+            .keep_alive(true);
         any.http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(H2_MAX_STREAMS)
             .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
         Self {
-            h1: any.clone().http1_only(),
+            h1,
             h2: any.clone().http2_only(),
             any,
             shared,
@@ -411,18 +420,46 @@ impl Conn {
             info,
             phase,
         } = self;
-        let builder = if matches!(proto, Proto::H1) {
-            &builders.h1
-        } else {
-            &builders.any
-        };
         // Boxed: hyper's HTTP/1 connection keeps room for one service
         // future for its whole life, so an inline future (several KiB while
         // forwarding) would be held by every idle keep-alive connection;
         // boxed, it is allocated only while a request is in flight.
-        let service = service_fn(move |req| Box::pin(service::handle(live.load_full(), info, req)));
-        let conn = Box::pin(builder.serve_connection(io, service));
-        drive(conn, phase, std::future::pending(), info.peer).await;
+        let slot = UpgradeSlot::default();
+        let upgrades = Arc::clone(&slot);
+        let service = service_fn(move |req| {
+            let upgrades = Some(Arc::clone(&upgrades));
+            Box::pin(service::handle(live.load_full(), info, upgrades, req))
+        });
+        let quiet = std::future::pending();
+        if matches!(proto, Proto::H1) {
+            let conn = builders.h1.serve_connection(io, service).with_upgrades();
+            let drain = |c: Pin<&mut _>| {
+                hyper::server::conn::http1::UpgradeableConnection::graceful_shutdown(c)
+            };
+            drive(Box::pin(conn), drain, phase.clone(), quiet, info.peer).await;
+        } else {
+            let conn = builders.any.serve_connection_with_upgrades(io, service);
+            drive(
+                Box::pin(conn),
+                GracefulConnection::graceful_shutdown,
+                phase.clone(),
+                quiet,
+                info.peer,
+            )
+            .await;
+        }
+        // A request switched protocols (WebSocket): hyper has handed the
+        // connection over; splice it with the upstream's here, in this
+        // task, so that it keeps its place under the connection cap. The
+        // service (and its copy of the slot) went with the connection.
+        let tunnel = Arc::try_unwrap(slot).ok().and_then(OnceLock::into_inner);
+        if let Some(tunnel) = tunnel {
+            let mut phase = phase;
+            let close = async move {
+                let _ = phase.wait_for(|p| *p == Phase::Close).await;
+            };
+            Box::pin(tunnel.run(close)).await;
+        }
     }
 
     async fn serve_h2<I>(self, io: TokioIo<I>)
@@ -445,14 +482,21 @@ impl Conn {
         };
         let service = service_fn(move |req| {
             let stream = StreamGuard::new(Arc::clone(&activity));
-            let res = service::handle(live.load_full(), info, req);
+            let res = service::handle(live.load_full(), info, None, req);
             async move {
                 let res = res.await?;
                 Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))
             }
         });
         let conn = Box::pin(builders.h2.serve_connection(io, service));
-        drive(conn, phase, quiet, info.peer).await;
+        drive(
+            conn,
+            GracefulConnection::graceful_shutdown,
+            phase,
+            quiet,
+            info.peer,
+        )
+        .await;
     }
 }
 
@@ -462,20 +506,23 @@ impl Conn {
 /// dropping it when the grace period is over.
 ///
 /// The connection comes boxed: its state (1.5 KiB for HTTP/1) then lives
-/// once on the heap instead of in every future that passes it on.
-async fn drive<C>(
+/// once on the heap instead of in every future that passes it on. `drain`
+/// starts its graceful shutdown (hyper's upgradeable HTTP/1 connection has
+/// the method but not hyper-util's `GracefulConnection` trait).
+async fn drive<C, E>(
     mut conn: Pin<Box<C>>,
+    drain: impl Fn(Pin<&mut C>),
     mut phase: watch::Receiver<Phase>,
     quiet: impl Future<Output = ()>,
     peer: SocketAddr,
 ) where
-    C: GracefulConnection,
-    C::Error: std::fmt::Display,
+    C: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
 {
     tokio::pin!(quiet);
     let mut draining = *phase.borrow_and_update() != Phase::Serve;
     if draining {
-        conn.as_mut().graceful_shutdown();
+        drain(conn.as_mut());
     }
     loop {
         tokio::select! {
@@ -492,13 +539,13 @@ async fn drive<C>(
                 }
                 if !draining {
                     draining = true;
-                    conn.as_mut().graceful_shutdown();
+                    drain(conn.as_mut());
                 }
             }
             () = &mut quiet, if !draining => {
                 tracing::debug!(%peer, "closing an idle HTTP/2 connection");
                 draining = true;
-                conn.as_mut().graceful_shutdown();
+                drain(conn.as_mut());
             }
         }
     }

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use http::header::{
     HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING,
-    UPGRADE, USER_AGENT,
+    USER_AGENT,
 };
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::Either;
 use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::classify::{Classifier, UaClass};
@@ -24,10 +25,11 @@ use crate::config::{Config, Limits};
 use crate::framing;
 use crate::logging::LogLimiter;
 use crate::policy::{self, Decision, Facts, Policy};
-use crate::proxy::{ClientInfo, ProxyError, Upstream, UpstreamTlsError};
+use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
 use crate::response::{self, Body, ServiceResult};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
+use crate::tunnel::{Tunnel, UpgradeSlot};
 
 /// Longest path or host written to the access log, in bytes.
 const LOG_FIELD_MAX: usize = 256;
@@ -58,6 +60,8 @@ pub struct Shared {
     pub h2c: bool,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
+    /// Close an upgraded tunnel idle this long.
+    pub websocket_idle_timeout: Duration,
 }
 
 /// Why the request-path state cannot be built from a valid config.
@@ -100,6 +104,7 @@ impl Shared {
             hsts: config.tls.as_ref().and_then(|t| t.hsts.clone()),
             h2c: config.proxy.h2c,
             http2_idle_timeout: config.proxy.http2_idle_timeout,
+            websocket_idle_timeout: config.proxy.websocket_idle_timeout,
         })
     }
 }
@@ -120,6 +125,7 @@ impl Shared {
             hsts: self.hsts.clone(),
             h2c: self.h2c,
             http2_idle_timeout: self.http2_idle_timeout,
+            websocket_idle_timeout: self.websocket_idle_timeout,
         }
     }
 
@@ -144,12 +150,20 @@ pub struct ConnInfo {
 }
 
 /// Serves one request that arrived on `conn`, over HTTP/1 or HTTP/2 alike.
-pub async fn handle(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>) -> ServiceResult {
+/// `upgrades` is the HTTP/1 connection's slot for a tunnel: a forwarded
+/// upgrade request whose upstream answers 101 leaves its two halves there
+/// (`None` on HTTP/2, which does not upgrade).
+pub async fn handle(
+    shared: Arc<Shared>,
+    conn: ConnInfo,
+    upgrades: Option<UpgradeSlot>,
+    req: Request<Incoming>,
+) -> ServiceResult {
     let version = req.version();
     let hsts = (conn.scheme == "https")
         .then(|| shared.hsts.clone())
         .flatten();
-    let mut res = respond(shared, conn, req).await?;
+    let mut res = respond(shared, conn, upgrades, req).await?;
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);
@@ -162,7 +176,12 @@ pub async fn handle(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>)
     Ok(res)
 }
 
-async fn respond(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>) -> ServiceResult {
+async fn respond(
+    shared: Arc<Shared>,
+    conn: ConnInfo,
+    upgrades: Option<UpgradeSlot>,
+    mut req: Request<Incoming>,
+) -> ServiceResult {
     let start = Instant::now();
     let scheme = conn.scheme;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
@@ -194,7 +213,14 @@ async fn respond(shared: Arc<Shared>, conn: ConnInfo, req: Request<Incoming>) ->
             finish_early(&req, response::robots(body))
         }
         Decision::Forward => {
-            return forward(shared, conn, req, verdict.class, start).await;
+            // An upgrade (WebSocket) passed the policy like any request;
+            // the client's half is taken before the request moves on.
+            let asked = proxy::requested_upgrade(req.version(), req.headers()).is_some();
+            let upgrade = match upgrades {
+                Some(slot) if asked => Some((slot, hyper::upgrade::on(&mut req))),
+                _ => None,
+            };
+            return forward(shared, conn, req, verdict.class, start, upgrade).await;
         }
     };
     log_access(&shared, &req, &res, class, label, None, start);
@@ -207,6 +233,7 @@ async fn forward(
     req: Request<Incoming>,
     class: UaClass,
     start: Instant,
+    upgrade: Option<(UpgradeSlot, OnUpgrade)>,
 ) -> ServiceResult {
     // What the access log needs, kept (refcounted, not copied) before the
     // request moves upstream.
@@ -220,7 +247,22 @@ async fn forward(
     let result = shared.upstream.forward(req, client).await;
     let upstream_time = start.elapsed();
     let res = match result {
-        Ok(res) => res.map(Either::Left),
+        Ok(mut res) => {
+            if res.status() == StatusCode::SWITCHING_PROTOCOLS {
+                // `Upstream::forward` answers 101 only to an upgrade
+                // request, which has its client half here.
+                if let Some((slot, client)) = upgrade {
+                    let tunnel = Tunnel {
+                        client,
+                        upstream: hyper::upgrade::on(&mut res),
+                        idle_timeout: shared.websocket_idle_timeout,
+                        peer: conn.peer,
+                    };
+                    let _ = slot.set(tunnel);
+                }
+            }
+            res.map(Either::Left)
+        }
         Err(err) => {
             let res = error_response(&err);
             log_upstream_failure(&shared, &err, res.status());
@@ -266,7 +308,9 @@ fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
 
 fn error_response(err: &ProxyError) -> Response<Body> {
     match err {
-        ProxyError::Connect(_) | ProxyError::Upstream(_) => response::bad_gateway(),
+        ProxyError::Connect(_) | ProxyError::Upstream(_) | ProxyError::UnaskedSwitch => {
+            response::bad_gateway()
+        }
         ProxyError::Timeout(_) => response::gateway_timeout(),
         ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
         ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
@@ -282,8 +326,8 @@ fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str>
 }
 
 /// Requests refused before any decision: CONNECT (405), ambiguous framing
-/// (400), a protocol upgrade other than h2c (501), an over-long
-/// request-target (414), a declared body over the limit (413).
+/// (400), an over-long request-target (414), a declared body over the
+/// limit (413).
 /// The connection is closed after the answer, since the body is unread.
 fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
     if req.method() == Method::CONNECT {
@@ -292,17 +336,6 @@ fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<
     if let Err(err) = framing::check(req.version(), req.headers()) {
         tracing::debug!(%peer, error = %err, "refused an ambiguous request");
         return Some(response::close(response::bad_request()));
-    }
-    if let Some(upgrade) = req.headers().get(UPGRADE) {
-        // h2c may be ignored (RFC 9113 §3.1: answer in HTTP/1.1); anything
-        // else, WebSocket above all, would fail confusingly upstream.
-        let only_h2c = upgrade
-            .as_bytes()
-            .split(|&b| b == b',')
-            .all(|t| t.trim_ascii().eq_ignore_ascii_case(b"h2c"));
-        if !only_h2c {
-            return Some(response::close(response::upgrade_refused()));
-        }
     }
     let target_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len())
         + req.uri().authority().map_or(0, |a| a.as_str().len());

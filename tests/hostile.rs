@@ -336,20 +336,6 @@ async fn upgrade_h2c_never_reaches_the_upstream() {
     proxy.stop().await;
 }
 
-#[tokio::test]
-async fn websocket_upgrades_are_refused_clearly() {
-    let upstream = Upstream::start().await;
-    let proxy = Proxy::start("", &upstream.url()).await;
-    let raw = format!(
-        "GET /chat HTTP/1.1\r\nHost: x\r\nUser-Agent: {FIREFOX}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
-    let res = send_raw(proxy.addr, raw.as_bytes()).await;
-    assert_eq!(res.status, 501);
-    assert!(res.text().contains("WebSocket"));
-    assert!(upstream.requests().is_empty());
-    proxy.stop().await;
-}
-
 /// A raw upstream that runs `behave` on every connection and counts them.
 async fn raw_upstream<F, Fut>(behave: F) -> (SocketAddr, Arc<AtomicUsize>)
 where

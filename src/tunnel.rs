@@ -1,0 +1,172 @@
+//! Upgraded connections (WebSocket): once the upstream has answered `101
+//! Switching Protocols` and the client has been told so, the two
+//! connections are spliced, bytes copied both ways as they come.
+//!
+//! The request went through the whole request path first (a robot's
+//! upgrade to an action URL got 403, a `www.` host its redirect), so what
+//! reaches here is a request the upstream accepted. The splice has
+//! backpressure (each direction holds one buffer and reads again only when
+//! it is written), an idle timeout (`proxy.websocket_idle_timeout`: no byte
+//! either way), and it runs inside the client connection's task, so it
+//! keeps that connection's place under `limits.max_connections` and is
+//! closed when a shutdown's grace period is over. crawlgate does not parse
+//! WebSocket frames: it cannot close one politely, so a drain lets tunnels
+//! run until the grace period ends.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// How long the two halves may take to be handed over after the 101.
+const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a request that switched protocols leaves its two halves for the
+/// connection's task, which splices them once hyper has let go of the
+/// connection. Set at most once per connection.
+pub type UpgradeSlot = Arc<OnceLock<Tunnel>>;
+
+/// The two halves of a switched connection, not yet spliced.
+#[derive(Debug)]
+pub struct Tunnel {
+    /// The client's connection, handed over once the 101 is written.
+    pub client: OnUpgrade,
+    /// The upstream's connection, handed over once its 101 is read.
+    pub upstream: OnUpgrade,
+    /// Close after this long without a byte either way.
+    pub idle_timeout: Duration,
+    /// The client, for logs.
+    pub peer: SocketAddr,
+}
+
+impl Tunnel {
+    /// Splices the two connections until either side closes, the tunnel is
+    /// idle for `idle_timeout`, or `close` completes (the shutdown grace
+    /// period is over).
+    pub async fn run(self, close: impl Future<Output = ()>) {
+        let Self {
+            client,
+            upstream,
+            idle_timeout,
+            peer,
+        } = self;
+        let halves = tokio::time::timeout(HANDOVER_TIMEOUT, async {
+            tokio::try_join!(client, upstream)
+        });
+        let (client, upstream) = match halves.await {
+            Ok(Ok(halves)) => halves,
+            Ok(Err(err)) => {
+                tracing::debug!(%peer, error = %err, "upgrade failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "upgrade handover timed out");
+                return;
+            }
+        };
+        let clock = Clock::new();
+        let mut client = Watched {
+            io: TokioIo::new(client),
+            clock: &clock,
+        };
+        let mut upstream = Watched {
+            io: TokioIo::new(upstream),
+            clock: &clock,
+        };
+        tokio::select! {
+            copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
+                Ok((up, down)) => tracing::debug!(%peer, up, down, "tunnel closed"),
+                Err(err) => tracing::debug!(%peer, error = %err, "tunnel ended with an error"),
+            },
+            () = clock.idle_for(idle_timeout) => {
+                tracing::debug!(%peer, timeout = ?idle_timeout, "closing an idle tunnel");
+            }
+            () = close => tracing::debug!(%peer, "closing a tunnel: shutdown grace period over"),
+        }
+    }
+}
+
+/// When a byte last moved through a tunnel, either way.
+struct Clock {
+    epoch: Instant,
+    /// Milliseconds after `epoch`.
+    last: AtomicU64,
+}
+
+impl Clock {
+    fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        self.last
+            .store(crate::proxy::millis_since(self.epoch), Ordering::Relaxed);
+    }
+
+    /// Completes once nothing has moved for `timeout`.
+    async fn idle_for(&self, timeout: Duration) {
+        loop {
+            let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+            let due = self.epoch + last + timeout;
+            if Instant::now() >= due {
+                return;
+            }
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
+
+/// A connection whose reads and writes touch the tunnel's clock.
+struct Watched<'a, T> {
+    io: T,
+    clock: &'a Clock,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<'_, T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.clock.touch();
+        }
+        polled
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<'_, T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.clock.touch();
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
