@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Side-by-side load benchmark: crawlgate against nginx doing the same job
-# (bench/peers/nginx.conf), both in front of the same nginx origin, on
-# 127.0.0.1 only. See bench/README.md §5 for the method and the results.
+# as an operator would configure it (bench/peers/nginx-lean.conf, a
+# 25-token bot map: the headline peer) and, in full runs, against nginx
+# matching crawlgate's own 748 tokens (bench/peers/nginx.conf), all in front
+# of the same nginx origin, on 127.0.0.1 only, with real browser request
+# heads (bench/mix.lua). See bench/README.md §5 for the method and results.
 #
 #   bench/load.sh            full run (about 10 minutes)
 #   bench/load.sh --smoke    a few seconds per scenario; checks only that
 #                            every scenario produced the expected status mix
 #
 # Environment: DURATION (s, default 10), ROUNDS (default 3: A B A B A B),
-# ONLY (throughput | memory: one part only), LEAN (0: no nginx-lean runs),
+# ONLY (throughput | memory: one part only), FULL (0: no runs of the
+# 748-token nginx),
 # CONNS (wrk connections, 64), IDLE_CONNS (5000), STREAM_MIB (1024),
 # CRAWLGATE_BIN (default: build target/release/crawlgate),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
@@ -243,9 +247,9 @@ echo "# crawlgate $("$CRAWLGATE_BIN" --version) vs $("$NGINX" -v 2>&1 | sed 's/.
 echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
 
 # --- throughput scenarios, alternated ---------------------------------------
-PROXIES=(crawlgate nginx)
-# The lean peer (generic tokens only) shows what the proxying itself costs.
-((SMOKE)) || [[ ${LEAN:-1} == 0 ]] || PROXIES+=(nginx-lean)
+PROXIES=(crawlgate nginx-lean)
+# nginx with crawlgate's own 748 tokens: a second row, not the headline.
+((SMOKE)) || [[ ${FULL:-1} == 0 ]] || PROXIES+=(nginx)
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
 [[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0
@@ -270,7 +274,7 @@ done
 # --- memory with idle keep-alive connections, and streaming -----------------
 MEM=$RUN/memory.tsv
 : > "$MEM"
-MEM_PROXIES=(crawlgate nginx)
+MEM_PROXIES=(crawlgate nginx-lean)
 [[ ${ONLY:-} == throughput ]] && MEM_PROXIES=()
 IDLE_MODES=(plain)
 ((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)
@@ -285,7 +289,7 @@ for proxy in "${MEM_PROXIES[@]}"; do
     if [[ $mode == tls ]]; then
         name=$proxy-tls
         idle_port=$CG_TLS_PORT
-        [[ $proxy == nginx ]] && idle_port=$PEER_TLS_PORT
+        [[ $proxy == nginx* ]] && idle_port=$PEER_TLS_PORT
     fi
     # Fill the upstream keep-alive pools first (a fixed cost of both
     # proxies, not a per-connection one), then take the baseline.

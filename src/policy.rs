@@ -2,7 +2,8 @@
 //!
 //! [`decide`] takes the facts of a request (borrowed from it) and the
 //! loaded [`Policy`] and returns a [`Decision`]; it does no I/O and can be
-//! tested with tables. The order is the product (see DESIGN.md):
+//! tested with tables. The order is the product (README, "What happens to a
+//! request"):
 //!
 //! 1. classify the User-Agent;
 //! 2. a bot asking for an action URL is blocked (before anything else, so a
