@@ -283,6 +283,8 @@ pub struct Upstream {
     max_body_bytes: Option<u64>,
     body_idle_timeout: Duration,
     epoch: Instant,
+    /// `X-Forwarded-Port` values of the configured listen ports.
+    port_values: Vec<(u16, HeaderValue)>,
 }
 
 impl Upstream {
@@ -340,6 +342,10 @@ impl Upstream {
             max_body_bytes: config.limits.max_body_bytes,
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
             epoch: Instant::now(),
+            port_values: std::iter::once(config.listen.port())
+                .chain(config.tls.as_ref().map(|t| t.listen.port()))
+                .map(|port| (port, HeaderValue::from(port)))
+                .collect(),
         })
     }
 
@@ -362,6 +368,7 @@ impl Upstream {
             max_body_bytes: self.max_body_bytes,
             body_idle_timeout: self.body_idle_timeout,
             epoch: self.epoch,
+            port_values: self.port_values.clone(),
         }
     }
 
@@ -389,6 +396,15 @@ impl Upstream {
             && self.authority == old.authority
             && self.connect_timeout == old.connect_timeout
             && self.pool == old.pool
+    }
+
+    /// `X-Forwarded-Port` for `port`: the listen ports' values are built
+    /// once, any other (port 0 bound by tests) per request.
+    fn port_value(&self, port: u16) -> HeaderValue {
+        self.port_values
+            .iter()
+            .find(|(p, _)| *p == port)
+            .map_or_else(|| HeaderValue::from(port), |(_, v)| v.clone())
     }
 
     /// `scheme://host:port` of the origin, for logs.
@@ -447,6 +463,7 @@ impl Upstream {
                 original_host: host,
                 client,
                 trusted,
+                port: self.port_value(client.port),
                 class_header: &self.class_header,
             },
         );
@@ -647,6 +664,8 @@ pub struct Rewrite<'a> {
     pub client: ClientInfo,
     /// Whether the peer is a trusted proxy whose forwarding headers count.
     pub trusted: bool,
+    /// `X-Forwarded-Port`: the port the client connected to.
+    pub port: HeaderValue,
     /// The classification header's name.
     pub class_header: &'a HeaderName,
 }
@@ -693,7 +712,7 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
             );
         }
         if missing(headers, &X_FORWARDED_PORT) {
-            headers.insert(X_FORWARDED_PORT.clone(), HeaderValue::from(rw.client.port));
+            headers.insert(X_FORWARDED_PORT.clone(), rw.port.clone());
         }
         if missing(headers, &X_FORWARDED_HOST) {
             if let Some(host) = &rw.original_host {
@@ -708,7 +727,7 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
             X_FORWARDED_PROTO.clone(),
             HeaderValue::from_static(rw.client.scheme),
         );
-        headers.insert(X_FORWARDED_PORT.clone(), HeaderValue::from(rw.client.port));
+        headers.insert(X_FORWARDED_PORT.clone(), rw.port.clone());
         if let Some(host) = &rw.original_host {
             headers.insert(X_FORWARDED_HOST.clone(), host.clone());
         }
@@ -719,31 +738,30 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
 /// Removes every [`CLIENT_CLAIMS`] header, and their spellings with `_`
 /// for `-` (`X_Forwarded_For`), which some web servers pass to PHP as the
 /// same `HTTP_X_FORWARDED_FOR`.
+///
+/// One pass over the names present finds them (a browser sends none, and
+/// comparing its ~15 names is cheaper than 23 map lookups); only what was
+/// found is removed.
 fn remove_client_claims(headers: &mut HeaderMap) {
-    for name in &CLIENT_CLAIMS {
-        headers.remove(name);
-    }
-    // Names with `_` are rare: one pass over the names finds them.
-    let underscored = headers.keys().any(|k| k.as_str().contains('_'));
-    if underscored {
-        let claims: Vec<HeaderName> = headers
-            .keys()
-            .filter(|k| {
-                let name = k.as_str().as_bytes();
-                name.contains(&b'_')
-                    && CLIENT_CLAIMS.iter().any(|c| {
-                        let c = c.as_str().as_bytes();
-                        c.len() == name.len()
-                            && c.iter()
-                                .zip(name)
-                                .all(|(&a, &b)| a == b || (a == b'-' && b == b'_'))
-                    })
-            })
-            .cloned()
-            .collect();
-        for name in claims {
-            headers.remove(name);
+    let is_claim = |name: &HeaderName| {
+        CLIENT_CLAIMS.iter().any(|c| c == name) || {
+            let name = name.as_str().as_bytes();
+            name.contains(&b'_')
+                && CLIENT_CLAIMS.iter().any(|c| {
+                    let c = c.as_str().as_bytes();
+                    c.len() == name.len()
+                        && c.iter()
+                            .zip(name)
+                            .all(|(&a, &b)| a == b || (a == b'-' && b == b'_'))
+                })
         }
+    };
+    if !headers.keys().any(is_claim) {
+        return;
+    }
+    let found: Vec<HeaderName> = headers.keys().filter(|k| is_claim(k)).cloned().collect();
+    for name in found {
+        headers.remove(name);
     }
 }
 
@@ -997,6 +1015,7 @@ mod tests {
                     class,
                 },
                 trusted,
+                port: HeaderValue::from_static("8080"),
                 class_header: &class_header,
             },
         );
