@@ -1,5 +1,5 @@
 //! The load benchmark's smoke mode: a few seconds per scenario of
-//! `bench/load.sh --smoke` (crawlgate and the nginx peer in front of an
+//! `bench/load.sh --smoke` (crawlgate and the 25-token nginx peer in front of an
 //! nginx origin, wrk as the load), checking only that every scenario
 //! produced the expected status mix and that both streams moved every
 //! byte. The measured run is `bench/load.sh` without `--smoke` (see
@@ -31,7 +31,7 @@ fn load_benchmark_smoke() {
     eprintln!("{stdout}\n{stderr}");
     assert!(out.status.success(), "bench/load.sh --smoke failed");
     let checks = stdout.lines().filter(|l| l.starts_with("smoke ")).count();
-    // origin pass + (mixed, pass, mixed-logged) × (crawlgate, nginx)
+    // origin pass + (mixed, pass, mixed-logged) × (crawlgate, nginx-lean)
     assert_eq!(checks, 7, "every scenario was checked:\n{stdout}");
     assert!(
         stdout
