@@ -361,6 +361,20 @@ struct Conn {
 impl Conn {
     async fn serve_plain(self, stream: TcpStream) {
         let h2c = self.builders.shared.h2c;
+        if h2c {
+            // The auto builder reads the first bytes (HTTP/1 or the h2
+            // preface) before any header-read timeout runs: a client that
+            // never sends one is closed here instead of held forever.
+            let timeout = self.builders.shared.header_read_timeout;
+            let mut first = [0u8; 1];
+            if !matches!(
+                tokio::time::timeout(timeout, stream.peek(&mut first)).await,
+                Ok(Ok(1))
+            ) {
+                tracing::debug!(peer = %self.info.peer, "closing a silent connection");
+                return;
+            }
+        }
         self.serve(if h2c { Proto::Any } else { Proto::H1 }, stream)
             .await;
     }

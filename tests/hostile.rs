@@ -557,10 +557,20 @@ async fn idle_keep_alive_connections_are_closed() {
         "closed too early: {:?}",
         start.elapsed()
     );
-    // A connection that never sends anything is closed too.
+    // A connection that never sends anything is closed too, also when h2c
+    // makes the server read the first bytes to choose the protocol.
     let mut silent = TcpStream::connect(proxy.addr).await.expect("connect");
     let mut nothing = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
     assert!(read.is_ok(), "silent connection kept open for 5 s");
     proxy.stop().await;
+    let h2c = Proxy::start(
+        "[proxy]\nheader_read_timeout = \"400ms\"\nh2c = true",
+        &upstream.url(),
+    )
+    .await;
+    let mut silent = TcpStream::connect(h2c.addr).await.expect("connect");
+    let read = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
+    assert!(read.is_ok(), "silent h2c-port connection kept open for 5 s");
+    h2c.stop().await;
 }
