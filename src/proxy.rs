@@ -139,31 +139,26 @@ impl ProxyError {
     pub fn upstream_cause(&self) -> Option<&'static str> {
         use std::io::ErrorKind;
         let io_kind = |err: &legacy::Error| {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-            while let Some(e) = source {
-                if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                    return Some(io.kind());
-                }
-                source = e.source();
-            }
-            None
+            sources(err).find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind))
+        };
+        // hyper's errors expose no kind for some causes: their text says it.
+        let says = |err: &legacy::Error, phrase: &str| {
+            sources(err).any(|e| e.to_string().contains(phrase))
         };
         match self {
             ProxyError::Connect(err) => Some(match io_kind(err) {
                 Some(ErrorKind::ConnectionRefused) => "connection refused",
                 Some(ErrorKind::TimedOut) => "connect timeout",
                 Some(ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable) => "unreachable",
-                _ if ErrorChainHas(err).text("dns error") => "name not resolved",
-                _ if ErrorChainHas(err).text("timed out") => "connect timeout",
+                _ if says(err, "dns error") => "name not resolved",
+                _ if says(err, "timed out") => "connect timeout",
                 _ => "connect failed",
             }),
             ProxyError::Timeout(_) => Some("response timeout"),
             ProxyError::Upstream(err) => Some(match io_kind(err) {
                 Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
                 _ if stale_connection(err) => "closed before a complete response",
-                _ if ErrorChainHas(err).text("parse") || ErrorChainHas(err).text("invalid") => {
-                    "invalid response"
-                }
+                _ if says(err, "parse") || says(err, "invalid") => "invalid response",
                 _ => "exchange failed",
             }),
             ProxyError::UnaskedSwitch => Some("switched protocols unasked"),
@@ -172,21 +167,11 @@ impl ProxyError {
     }
 }
 
-/// Looks for a phrase in an error's display chain (hyper's errors expose
-/// no kind for some causes).
-struct ErrorChainHas<'a>(&'a legacy::Error);
-
-impl ErrorChainHas<'_> {
-    fn text(&self, needle: &str) -> bool {
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(self.0);
-        while let Some(e) = source {
-            if e.to_string().contains(needle) {
-                return true;
-            }
-            source = e.source();
-        }
-        false
-    }
+/// `err` and its sources, outermost first.
+fn sources(err: &legacy::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    })
 }
 
 /// The protocol an HTTP/1.1 request asks to switch to: its `Upgrade`
@@ -630,27 +615,19 @@ pub(crate) fn millis_since(epoch: Instant) -> u64 {
 /// given up (closed or reset before any response byte): the case where a
 /// retry on a fresh connection is safe for an idempotent request.
 fn stale_connection(err: &legacy::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = source {
-        if let Some(h) = e.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() || h.is_canceled() || h.is_closed() {
-                return true;
-            }
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{
-                BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof,
-            };
-            if matches!(
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    sources(err).any(|e| {
+        let hyper_says = e
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(|h| h.is_incomplete_message() || h.is_canceled() || h.is_closed());
+        let io_says = e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
                 io.kind(),
                 ConnectionReset | BrokenPipe | ConnectionAborted | UnexpectedEof
-            ) {
-                return true;
-            }
-        }
-        source = e.source();
-    }
-    false
+            )
+        });
+        hyper_says || io_says
+    })
 }
 
 /// The values [`rewrite_request_headers`] sets.
