@@ -664,50 +664,35 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
     };
     headers.insert(rw.class_header.clone(), class);
 
-    let peer = HeaderValue::from(PeerValue(rw.client.peer));
-    if rw.trusted {
-        let xff = if headers.contains_key(&X_FORWARDED_FOR) {
-            let mut chain = Vec::with_capacity(64);
-            for value in headers.get_all(&X_FORWARDED_FOR) {
-                chain.extend_from_slice(value.as_bytes());
-                chain.extend_from_slice(b", ");
-            }
-            chain.extend_from_slice(peer.as_bytes());
-            HeaderValue::from_bytes(&chain).unwrap_or_else(|_| peer.clone())
-        } else {
-            peer.clone()
-        };
-        headers.insert(X_FORWARDED_FOR.clone(), xff);
-        let missing = |headers: &HeaderMap, name: &HeaderName| !headers.contains_key(name);
-        if missing(headers, &X_REAL_IP) {
-            headers.insert(X_REAL_IP.clone(), peer);
-        }
-        if missing(headers, &X_FORWARDED_PROTO) {
-            headers.insert(
-                X_FORWARDED_PROTO.clone(),
-                HeaderValue::from_static(rw.client.scheme),
-            );
-        }
-        if missing(headers, &X_FORWARDED_PORT) {
-            headers.insert(X_FORWARDED_PORT.clone(), rw.port.clone());
-        }
-        if missing(headers, &X_FORWARDED_HOST) {
-            if let Some(host) = &rw.original_host {
-                headers.insert(X_FORWARDED_HOST.clone(), host.clone());
-            }
-        }
-    } else {
+    // From an untrusted peer nothing the client claimed is left, so every
+    // header below is crawlgate's; a trusted proxy's are kept.
+    if !rw.trusted {
         remove_client_claims(headers);
-        headers.insert(X_FORWARDED_FOR.clone(), peer.clone());
-        headers.insert(X_REAL_IP.clone(), peer);
-        headers.insert(
-            X_FORWARDED_PROTO.clone(),
-            HeaderValue::from_static(rw.client.scheme),
-        );
-        headers.insert(X_FORWARDED_PORT.clone(), rw.port.clone());
-        if let Some(host) = &rw.original_host {
-            headers.insert(X_FORWARDED_HOST.clone(), host.clone());
+    }
+    let peer = HeaderValue::from(PeerValue(rw.client.peer));
+    let xff = if headers.contains_key(&X_FORWARDED_FOR) {
+        let mut chain = Vec::with_capacity(64);
+        for value in headers.get_all(&X_FORWARDED_FOR) {
+            chain.extend_from_slice(value.as_bytes());
+            chain.extend_from_slice(b", ");
         }
+        chain.extend_from_slice(peer.as_bytes());
+        HeaderValue::from_bytes(&chain).unwrap_or_else(|_| peer.clone())
+    } else {
+        peer.clone()
+    };
+    headers.insert(X_FORWARDED_FOR.clone(), xff);
+    headers.entry(X_REAL_IP.clone()).or_insert(peer);
+    headers
+        .entry(X_FORWARDED_PROTO.clone())
+        .or_insert_with(|| HeaderValue::from_static(rw.client.scheme));
+    headers
+        .entry(X_FORWARDED_PORT.clone())
+        .or_insert_with(|| rw.port.clone());
+    if let Some(host) = &rw.original_host {
+        headers
+            .entry(X_FORWARDED_HOST.clone())
+            .or_insert_with(|| host.clone());
     }
     headers.insert(HOST, rw.host.clone());
 }
