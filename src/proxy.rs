@@ -401,11 +401,15 @@ impl Upstream {
     /// streaming.
     ///
     /// The response timeout counts from the last request-body progress, so
-    /// a long upload is not cut off while it is still moving.
+    /// a long upload is not cut off while it is still moving. `upgrade` is
+    /// what [`requested_upgrade`] found in the request: the protocol asked
+    /// for, sent on with `Connection: upgrade`; a `101` answer is accepted
+    /// only then.
     pub async fn forward(
         &self,
         req: Request<Incoming>,
         client: ClientInfo,
+        upgrade: Option<HeaderValue>,
     ) -> Result<Response<ResponseBody>, ProxyError> {
         let (mut parts, body) = req.into_parts();
 
@@ -426,9 +430,6 @@ impl Upstream {
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
             .or_else(|| parts.headers.get(HOST).cloned());
-        // `Upgrade` and `Connection` are hop-by-hop and removed below; an
-        // upgrade request gets them back, as this hop's own.
-        let upgrade = requested_upgrade(parts.version, &parts.headers).cloned();
         join_cookies(&mut parts.headers);
         parts.version = Version::HTTP_11;
 
@@ -452,6 +453,8 @@ impl Upstream {
                 class_header: &self.class_header,
             },
         );
+        // `Upgrade` and `Connection` are hop-by-hop and were removed; an
+        // upgrade request gets them back, as this hop's own.
         if let Some(protocol) = &upgrade {
             parts.headers.insert(UPGRADE, protocol.clone());
             parts

@@ -215,9 +215,13 @@ async fn respond(
         Decision::Forward => {
             // An upgrade (WebSocket) passed the policy like any request;
             // the client's half is taken before the request moves on.
-            let asked = proxy::requested_upgrade(req.version(), req.headers()).is_some();
-            let upgrade = match upgrades {
-                Some(slot) if asked => Some((slot, hyper::upgrade::on(&mut req))),
+            // (HTTP/2 has no slot and never asks: `requested_upgrade` is
+            // HTTP/1.1 only.)
+            let protocol = proxy::requested_upgrade(req.version(), req.headers()).cloned();
+            let upgrade = match (protocol, upgrades) {
+                (Some(protocol), Some(slot)) => {
+                    Some((protocol, slot, hyper::upgrade::on(&mut req)))
+                }
                 _ => None,
             };
             return forward(shared, conn, req, verdict.class, start, upgrade).await;
@@ -233,7 +237,7 @@ async fn forward(
     req: Request<Incoming>,
     class: UaClass,
     start: Instant,
-    upgrade: Option<(UpgradeSlot, OnUpgrade)>,
+    upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
 ) -> ServiceResult {
     // What the access log needs, kept (refcounted, not copied) before the
     // request moves upstream.
@@ -244,14 +248,15 @@ async fn forward(
         scheme: conn.scheme,
         class,
     };
-    let result = shared.upstream.forward(req, client).await;
+    let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
+    let result = shared.upstream.forward(req, client, protocol).await;
     let upstream_time = start.elapsed();
     let res = match result {
         Ok(mut res) => {
             if res.status() == StatusCode::SWITCHING_PROTOCOLS {
                 // `Upstream::forward` answers 101 only to an upgrade
                 // request, which has its client half here.
-                if let Some((slot, client)) = upgrade {
+                if let Some((_, slot, client)) = upgrade {
                     let tunnel = Tunnel {
                         client,
                         upstream: hyper::upgrade::on(&mut res),
