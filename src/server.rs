@@ -252,19 +252,22 @@ struct Builders {
 impl Builders {
     fn new(shared: Arc<Shared>) -> Self {
         let limits = &shared.limits;
+        // The same HTTP/1 settings on hyper's builder and on the auto
+        // builder's (two types with the same methods).
+        macro_rules! http1_settings {
+            ($builder:expr) => {
+                $builder
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(shared.header_read_timeout)
+                    .max_buf_size(limits.max_header_bytes)
+                    .max_headers(limits.max_headers)
+                    .keep_alive(true)
+            };
+        }
         let mut any = auto::Builder::new(TokioExecutor::new());
-        any.http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(shared.header_read_timeout)
-            .max_buf_size(limits.max_header_bytes)
-            .max_headers(limits.max_headers)
-            .keep_alive(true);
+        http1_settings!(any.http1());
         let mut h1 = hyper::server::conn::http1::Builder::new();
-        h1.timer(TokioTimer::new())
-            .header_read_timeout(shared.header_read_timeout)
-            .max_buf_size(limits.max_header_bytes)
-            .max_headers(limits.max_headers)
-            .keep_alive(true);
+        http1_settings!(h1);
         any.http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(H2_MAX_STREAMS)
@@ -280,6 +283,8 @@ impl Builders {
 
 async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: AcceptCtx<'_>) {
     let scheme = if tls.is_some() { "https" } else { "http" };
+    // Every connection of a listener arrives on its port.
+    let local_port = listener.local_addr().map_or(0, |a| a.port());
     let mut builders = Arc::new(Builders::new(ctx.live.load_full()));
     let mut backoff = Duration::from_millis(5);
     loop {
@@ -307,7 +312,6 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             _ = ctx.phase.changed() => break,
         };
         let _ = stream.set_nodelay(true);
-        let local_port = stream.local_addr().map_or(0, |a| a.port());
         let current = ctx.live.load();
         if !Arc::ptr_eq(&current, &builders.shared) {
             builders = Arc::new(Builders::new(arc_swap::Guard::into_inner(current)));
