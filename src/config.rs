@@ -384,14 +384,7 @@ impl Config {
         let Some(path) = path else {
             return Self::from_raw(RawConfig::default(), overrides);
         };
-        let text = RawConfig::read_text(path)?;
-        let mut raw =
-            RawConfig::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
-                path: path.to_owned(),
-                line,
-                key,
-                message,
-            })?;
+        let (mut raw, text) = RawConfig::read(path)?;
         // Paths in the file are relative to the file, not to wherever the
         // process was started (`/` under systemd); made absolute so that a
         // reload and every error mean the same folder.
@@ -789,14 +782,20 @@ fn tls_config(
 
 impl RawConfig {
     /// Reads and parses a TOML file; errors name the key path and line.
-    pub fn read(path: &Path) -> Result<Self, ConfigError> {
-        let text = Self::read_text(path)?;
-        Self::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
+    /// The text comes back too, to find the line of a key whose value later
+    /// fails validation.
+    pub fn read(path: &Path) -> Result<(Self, String), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let raw = Self::parse(&text).map_err(|(key, line, message)| ConfigError::Parse {
             path: path.to_owned(),
             line,
             key,
             message,
-        })
+        })?;
+        Ok((raw, text))
     }
 
     /// Makes the file's relative paths relative to `dir`, the file's
@@ -818,13 +817,6 @@ impl RawConfig {
                 *path = dir.join(&*path);
             }
         }
-    }
-
-    fn read_text(path: &Path) -> Result<String, ConfigError> {
-        std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })
     }
 
     /// Parses TOML text; the error is (dotted key path, line, message).

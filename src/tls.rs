@@ -190,11 +190,8 @@ impl CertStore {
                 Err(skip) => skipped.push(skip),
             }
         }
-        if strict {
-            if let Some(first) = skipped.into_iter().next() {
-                return Err(first.reason);
-            }
-            skipped = Vec::new();
+        if strict && !skipped.is_empty() {
+            return Err(skipped.swap_remove(0).reason);
         }
         if loaded.is_empty() && !skipped.is_empty() {
             let count = skipped.len();
