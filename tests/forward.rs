@@ -305,6 +305,74 @@ async fn a_hung_upstream_is_a_504_after_the_response_timeout() {
     holder.abort();
 }
 
+/// The response timeout counts from the last upload progress: an upload
+/// that keeps moving for four times `proxy.response_timeout` is not cut
+/// off, and once its last byte is sent a hung upstream gets its 504 one
+/// timeout later.
+#[tokio::test]
+async fn the_response_timeout_counts_from_the_last_upload_progress() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("[proxy]\nresponse_timeout = \"300ms\"", &upstream.url()).await;
+    let chunk = [b'u'; 100];
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /upload HTTP/1.1\r\nHost: example.com\r\nUser-Agent: {FIREFOX}\r\nContent-Length: 800\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let start = Instant::now();
+    for _ in 0..8 {
+        stream.write_all(&chunk).await.expect("chunk");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let res = support::parse_raw(&answer);
+    assert!(start.elapsed() >= Duration::from_millis(1200));
+    assert_eq!(res.status, 200, "{}", res.text());
+    let mut hasher = Sha256::new();
+    for _ in 0..8 {
+        hasher.update(chunk);
+    }
+    assert_eq!(res.text(), support::hex(&hasher.finalize()));
+    proxy.stop().await;
+
+    // A hung upstream: the 504 comes one timeout after the last byte.
+    let hung = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = hung.local_addr().expect("addr");
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut stream, _)) = hung.accept().await {
+            let mut sink = vec![0u8; 4096];
+            let _ = stream.read(&mut sink).await;
+            held.push(stream);
+        }
+    });
+    let proxy = Proxy::start(
+        "[proxy]\nresponse_timeout = \"300ms\"",
+        &format!("http://{addr}"),
+    )
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    stream.write_all(head.as_bytes()).await.expect("head");
+    for _ in 0..8 {
+        stream.write_all(&chunk).await.expect("chunk");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let last_byte = Instant::now();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    let took = last_byte.elapsed();
+    assert_eq!(support::parse_raw(&answer).status, 504);
+    assert!(took < Duration::from_secs(2), "504 after {took:?}");
+    proxy.stop().await;
+    holder.abort();
+}
+
 #[tokio::test]
 async fn connect_method_is_refused() {
     let upstream = Upstream::start().await;
