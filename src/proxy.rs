@@ -267,7 +267,6 @@ pub struct Upstream {
     trusted_proxies: Vec<IpNet>,
     max_body_bytes: Option<u64>,
     body_idle_timeout: Duration,
-    epoch: Instant,
     /// `X-Forwarded-Port` values of the configured listen ports.
     port_values: Vec<(u16, HeaderValue)>,
 }
@@ -326,7 +325,6 @@ impl Upstream {
             trusted_proxies: config.proxy.trusted_proxies.clone(),
             max_body_bytes: config.limits.max_body_bytes,
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
-            epoch: Instant::now(),
             port_values: std::iter::once(config.listen.port())
                 .chain(config.tls.as_ref().map(|t| t.listen.port()))
                 .map(|port| (port, HeaderValue::from(port)))
@@ -352,7 +350,6 @@ impl Upstream {
             trusted_proxies: self.trusted_proxies.clone(),
             max_body_bytes: self.max_body_bytes,
             body_idle_timeout: self.body_idle_timeout,
-            epoch: self.epoch,
             port_values: self.port_values.clone(),
         }
     }
@@ -463,11 +460,10 @@ impl Upstream {
         }
 
         let has_body = !body.is_end_stream();
-        let state = has_body.then(|| Arc::new(BodyState::default()));
+        let state = has_body.then(|| Arc::new(BodyState::new()));
         let body = RequestBody {
             inner: Some(body),
             state: state.clone(),
-            epoch: self.epoch,
             seen: 0,
             limit: self.max_body_bytes,
         };
@@ -491,7 +487,7 @@ impl Upstream {
                         return Err(err);
                     };
                     tracing::debug!(error = %err, "retrying an idempotent request on a fresh connection");
-                    let mut again = Request::new(RequestBody::empty(self.epoch));
+                    let mut again = Request::new(RequestBody::empty());
                     *again.method_mut() = method;
                     *again.uri_mut() = uri;
                     *again.version_mut() = version;
@@ -501,18 +497,11 @@ impl Upstream {
                 other => other,
             }
         };
-        let start = millis_since(self.epoch);
         let timeout = self.response_timeout;
         let deadline = async {
-            loop {
-                let last = state
-                    .as_ref()
-                    .map_or(start, |s| s.last.load(Ordering::Relaxed).max(start));
-                let due = self.epoch + Duration::from_millis(last) + timeout;
-                if Instant::now() >= due {
-                    return;
-                }
-                tokio::time::sleep_until(due).await;
+            match &state {
+                Some(state) => state.progress.quiet_for(timeout).await,
+                None => tokio::time::sleep(timeout).await,
             }
         };
         let response = tokio::select! {
@@ -608,7 +597,7 @@ fn upstream_roots(ca_file: Option<&std::path::Path>) -> Result<RootCertStore, Up
     Ok(roots)
 }
 
-/// Milliseconds since `epoch`: the clock of the upload-progress and
+/// Milliseconds since `epoch`: the clock of [`Progress`] and the
 /// HTTP/2 stream bookkeeping, kept in atomics.
 pub(crate) fn millis_since(epoch: Instant) -> u64 {
     u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
@@ -771,12 +760,50 @@ impl From<PeerValue> for HeaderValue {
     }
 }
 
+/// When something last moved, and a wait for a quiet period: the clock of
+/// the response timeout (an upload's data) and of a tunnel's idle timeout
+/// (bytes either way). Lock-free, so that the writer and the waiter may
+/// sit in different tasks.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    epoch: Instant,
+    /// Milliseconds after `epoch` of the last movement (0: none yet).
+    last: AtomicU64,
+}
+
+impl Progress {
+    /// A clock whose quiet period starts now.
+    pub(crate) fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    /// Something moved.
+    pub(crate) fn touch(&self) {
+        self.last.store(millis_since(self.epoch), Ordering::Relaxed);
+    }
+
+    /// Completes once nothing has moved for `timeout`.
+    pub(crate) async fn quiet_for(&self, timeout: Duration) {
+        loop {
+            let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
+            let due = self.epoch + last + timeout;
+            if Instant::now() >= due {
+                return;
+            }
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
+
 /// What happened to a request body on its way upstream; shared between
 /// the body (which writes) and the waiting request (which reads).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct BodyState {
-    /// Milliseconds after the upstream's epoch of the last data.
-    last: AtomicU64,
+    /// When data last arrived.
+    progress: Progress,
     /// [`Self::CLIENT_FAILED`], [`Self::TOO_LARGE`] or 0.
     outcome: AtomicU8,
 }
@@ -784,6 +811,13 @@ struct BodyState {
 impl BodyState {
     const CLIENT_FAILED: u8 = 1;
     const TOO_LARGE: u8 = 2;
+
+    fn new() -> Self {
+        Self {
+            progress: Progress::new(),
+            outcome: AtomicU8::new(0),
+        }
+    }
 }
 
 /// The error a request or response body ends with.
@@ -798,17 +832,15 @@ pub struct RequestBody {
     /// `None` for a rebuilt body-less request.
     inner: Option<Incoming>,
     state: Option<Arc<BodyState>>,
-    epoch: Instant,
     seen: u64,
     limit: Option<u64>,
 }
 
 impl RequestBody {
-    fn empty(epoch: Instant) -> Self {
+    fn empty() -> Self {
         Self {
             inner: None,
             state: None,
-            epoch,
             seen: 0,
             limit: None,
         }
@@ -833,9 +865,7 @@ impl Body for RequestBody {
         };
         match polled {
             Poll::Ready(Some(Ok(frame))) => {
-                state
-                    .last
-                    .store(millis_since(this.epoch), Ordering::Relaxed);
+                state.progress.touch();
                 if let Some(data) = frame.data_ref() {
                     this.seen = this.seen.saturating_add(data.len() as u64);
                     if this.limit.is_some_and(|limit| this.seen > limit) {

@@ -17,7 +17,6 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -25,7 +24,8 @@ use std::time::Duration;
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::Instant;
+
+use crate::proxy::Progress;
 
 /// How long the two halves may take to be handed over after the 101.
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -73,7 +73,7 @@ impl Tunnel {
                 return;
             }
         };
-        let clock = Clock::new();
+        let clock = Progress::new();
         let mut client = Watched {
             io: TokioIo::new(client),
             clock: &clock,
@@ -87,7 +87,7 @@ impl Tunnel {
                 Ok((up, down)) => tracing::debug!(%peer, up, down, "tunnel closed"),
                 Err(err) => tracing::debug!(%peer, error = %err, "tunnel ended with an error"),
             },
-            () = clock.idle_for(idle_timeout) => {
+            () = clock.quiet_for(idle_timeout) => {
                 tracing::debug!(%peer, timeout = ?idle_timeout, "closing an idle tunnel");
             }
             () = close => tracing::debug!(%peer, "closing a tunnel: shutdown grace period over"),
@@ -95,43 +95,10 @@ impl Tunnel {
     }
 }
 
-/// When a byte last moved through a tunnel, either way.
-struct Clock {
-    epoch: Instant,
-    /// Milliseconds after `epoch`.
-    last: AtomicU64,
-}
-
-impl Clock {
-    fn new() -> Self {
-        Self {
-            epoch: Instant::now(),
-            last: AtomicU64::new(0),
-        }
-    }
-
-    fn touch(&self) {
-        self.last
-            .store(crate::proxy::millis_since(self.epoch), Ordering::Relaxed);
-    }
-
-    /// Completes once nothing has moved for `timeout`.
-    async fn idle_for(&self, timeout: Duration) {
-        loop {
-            let last = Duration::from_millis(self.last.load(Ordering::Relaxed));
-            let due = self.epoch + last + timeout;
-            if Instant::now() >= due {
-                return;
-            }
-            tokio::time::sleep_until(due).await;
-        }
-    }
-}
-
 /// A connection whose reads and writes touch the tunnel's clock.
 struct Watched<'a, T> {
     io: T,
-    clock: &'a Clock,
+    clock: &'a Progress,
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Watched<'_, T> {
