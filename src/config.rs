@@ -255,8 +255,8 @@ pub struct Overrides {
 /// A validated configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Plain-HTTP listen address.
-    pub listen: SocketAddr,
+    /// What the process binds at start (a reload reports changes to it).
+    pub restart: Restart,
     /// The origin.
     pub upstream: Upstream,
     /// Folder holding `sitemap.xml`, if any.
@@ -281,18 +281,51 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
 }
 
-/// The HTTPS listener, validated (the certificates are loaded by
-/// [`crate::tls::CertStore::load`]).
+/// The settings the process takes once, at start: the sockets it binds,
+/// the threads it runs, the connection cap they share. A reload that
+/// changes one reports it ([`Config::restart_needed`]) and keeps the
+/// running value; everything else in [`Config`] follows a reload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restart {
+    /// Plain-HTTP listen address.
+    pub listen: SocketAddr,
+    /// HTTPS listen address, when there is a TLS listener.
+    pub tls_listen: Option<SocketAddr>,
+    /// Offer HTTP/2 by ALPN on the TLS listener (set into its acceptor).
+    pub tls_http2: bool,
+    /// Worker threads (≥ 1).
+    pub workers: usize,
+    /// Concurrent client connections across the workers; more wait in the
+    /// listen backlog.
+    pub max_connections: usize,
+}
+
+impl Restart {
+    /// Every setting with its key, as an operator would write it: the one
+    /// list [`Config::restart_needed`] compares.
+    fn entries(&self) -> [(&'static str, String); 5] {
+        let tls_listen = self
+            .tls_listen
+            .map_or_else(|| "none".to_owned(), |a| a.to_string());
+        [
+            ("listen", self.listen.to_string()),
+            ("tls.listen", tls_listen),
+            ("tls.http2", self.tls_http2.to_string()),
+            ("proxy.workers", self.workers.to_string()),
+            ("limits.max_connections", self.max_connections.to_string()),
+        ]
+    }
+}
+
+/// The HTTPS listener's certificates and headers, validated (the
+/// certificates are loaded by [`crate::tls::CertStore::load`]; the address
+/// and ALPN are in [`Restart`]).
 #[derive(Clone, Debug)]
 pub struct TlsConfig {
-    /// Listen address.
-    pub listen: SocketAddr,
     /// Certificate folder.
     pub certs_dir: PathBuf,
     /// Host whose certificate answers clients without SNI.
     pub default_name: Option<String>,
-    /// Offer HTTP/2 by ALPN.
-    pub http2: bool,
     /// `Strict-Transport-Security` added to HTTPS responses that lack one.
     pub hsts: Option<HeaderValue>,
     /// Fail on any unusable certificate pair instead of skipping it.
@@ -308,8 +341,6 @@ pub struct Limits {
     pub max_headers: usize,
     /// Bytes of the request-target.
     pub max_uri_bytes: usize,
-    /// Concurrent client connections; more wait in the listen backlog.
-    pub max_connections: usize,
     /// Bytes of a request body; `None` = no limit.
     pub max_body_bytes: Option<u64>,
     /// Longest pause inside an upstream response body.
@@ -357,8 +388,6 @@ pub struct ProxyConfig {
     pub http2_idle_timeout: Duration,
     /// Close an upgraded tunnel (WebSocket) idle this long.
     pub websocket_idle_timeout: Duration,
-    /// Worker threads (≥ 1).
-    pub workers: usize,
 }
 
 /// Canonical redirect settings.
@@ -463,19 +492,19 @@ impl Config {
             Some(v) => Ok(v),
             None => Ok(default),
         };
+        let max_connections = match positive("limits.max_connections", max_connections, 10_000)? {
+            n if n > 1_000_000 => {
+                return Err(invalid(
+                    "limits.max_connections",
+                    format!("{n} is over 1000000"),
+                ))
+            }
+            n => n,
+        };
         let limits = Limits {
             max_header_bytes,
             max_headers: positive("limits.max_headers", max_headers, 100)?,
             max_uri_bytes: positive("limits.max_uri_bytes", max_uri_bytes, 8 * 1024)?,
-            max_connections: match positive("limits.max_connections", max_connections, 10_000)? {
-                n if n > 1_000_000 => {
-                    return Err(invalid(
-                        "limits.max_connections",
-                        format!("{n} is over 1000000"),
-                    ))
-                }
-                n => n,
-            },
             max_body_bytes: max_body_bytes.filter(|&b| b > 0),
             upstream_body_idle_timeout: duration(
                 "limits.upstream_body_idle_timeout",
@@ -551,15 +580,23 @@ impl Config {
                 websocket_idle_timeout,
                 "300s",
             )?,
-            workers: match workers.unwrap_or(0) {
-                0 => std::thread::available_parallelism().map_or(1, usize::from),
-                n if n > 1024 => {
-                    return Err(invalid("proxy.workers", format!("{n} is over 1024")));
-                }
-                n => n,
-            },
+        };
+        let workers = match workers.unwrap_or(0) {
+            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            n if n > 1024 => {
+                return Err(invalid("proxy.workers", format!("{n} is over 1024")));
+            }
+            n => n,
         };
         let (tls, https_redirect) = tls_config(tls, overrides)?;
+        let restart = Restart {
+            listen,
+            tls_listen: tls.as_ref().map(|(listen, _, _)| *listen),
+            tls_http2: tls.as_ref().is_some_and(|(_, http2, _)| *http2),
+            workers,
+            max_connections,
+        };
+        let tls = tls.map(|(_, _, tls)| tls);
 
         let params = params.unwrap_or_else(|| vec!["do".to_owned(), "_fid".to_owned()]);
         for p in &params {
@@ -632,7 +669,7 @@ impl Config {
         let sitemap_dir = overrides.sitemap_dir.clone().or(sitemap_dir);
         let rules_dir = overrides.rules_dir.clone().or(rules_dir);
         Ok(Config {
-            listen,
+            restart,
             upstream,
             sitemap_dir,
             rules_dir,
@@ -647,57 +684,26 @@ impl Config {
         })
     }
 
-    /// The settings that only a restart can change (the sockets bound, the
-    /// TLS listener's ALPN, the worker threads, the connection cap), if they differ between
-    /// `self` and `new`: (key, old value, new value).
+    /// The settings of [`Restart`] that differ between `self` and `new`:
+    /// (key, running value, new value).
     pub fn restart_needed(&self, new: &Config) -> Vec<(&'static str, String, String)> {
-        let mut changed = Vec::new();
-        if self.listen != new.listen {
-            changed.push(("listen", self.listen.to_string(), new.listen.to_string()));
-        }
-        let tls_listen = |c: &Config| c.tls.as_ref().map(|t| t.listen.to_string());
-        if tls_listen(self) != tls_listen(new) {
-            let show = |v: Option<String>| v.unwrap_or_else(|| "none".to_owned());
-            changed.push(("tls.listen", show(tls_listen(self)), show(tls_listen(new))));
-        }
-        if self.proxy.workers != new.proxy.workers {
-            changed.push((
-                "proxy.workers",
-                self.proxy.workers.to_string(),
-                new.proxy.workers.to_string(),
-            ));
-        }
-        if self.limits.max_connections != new.limits.max_connections {
-            changed.push((
-                "limits.max_connections",
-                self.limits.max_connections.to_string(),
-                new.limits.max_connections.to_string(),
-            ));
-        }
-        let http2 = |c: &Config| c.tls.as_ref().map(|t| t.http2);
-        if http2(self) != http2(new) {
-            changed.push((
-                "tls.http2",
-                format!("{:?}", http2(self)),
-                format!("{:?}", http2(new)),
-            ));
-        }
-        changed
+        self.restart
+            .entries()
+            .into_iter()
+            .zip(new.restart.entries())
+            .filter(|(old, new)| old.1 != new.1)
+            .map(|((key, old), (_, new))| (key, old, new))
+            .collect()
     }
 
-    /// Takes back from `running` the settings that only a restart can
-    /// change (the ones [`Config::restart_needed`] names), so that the
-    /// config in effect after a reload says what is really running.
+    /// Takes back from `running` what a reload cannot change ([`Restart`]),
+    /// so that the config in effect after a reload says what is really
+    /// running. The certificates follow the new file while there is a TLS
+    /// listener; one cannot be added or removed without a restart.
     pub fn keep_restart_settings(&mut self, running: Config) {
-        self.listen = running.listen;
-        self.limits.max_connections = running.limits.max_connections;
-        self.proxy.workers = running.proxy.workers;
+        self.restart = running.restart;
         self.tls = match (running.tls, self.tls.take()) {
-            (Some(old), Some(mut new)) => {
-                new.listen = old.listen;
-                new.http2 = old.http2;
-                Some(new)
-            }
+            (Some(_), Some(new)) => Some(new),
             // Still listening until a restart removes it.
             (Some(old), None) => Some(old),
             // Not listening until a restart adds it.
@@ -706,10 +712,14 @@ impl Config {
     }
 }
 
+/// The TLS listener as (address, HTTP/2 by ALPN, the rest), and the
+/// redirect to it.
+type TlsListener = (SocketAddr, bool, TlsConfig);
+
 fn tls_config(
     raw: RawTls,
     overrides: &Overrides,
-) -> Result<(Option<TlsConfig>, Option<HttpsRedirect>), ConfigError> {
+) -> Result<(Option<TlsListener>, Option<HttpsRedirect>), ConfigError> {
     let RawTls {
         listen,
         certs,
@@ -766,18 +776,16 @@ fn tls_config(
         port: (listen.port() != 443).then_some(listen.port()),
     });
     let tls = TlsConfig {
-        listen,
         certs_dir: overrides
             .certs_dir
             .clone()
             .or(certs)
             .unwrap_or_else(|| PathBuf::from("certs")),
         default_name: default_name.map(|n| n.trim_end_matches('.').to_ascii_lowercase()),
-        http2: http2.unwrap_or(true),
         hsts,
         strict: strict.unwrap_or(false),
     };
-    Ok((Some(tls), https))
+    Ok((Some((listen, http2.unwrap_or(true), tls)), https))
 }
 
 impl RawConfig {
@@ -939,7 +947,7 @@ mod tests {
     #[test]
     fn defaults() {
         let c = load("").expect("empty config is valid");
-        assert_eq!(c.listen, "127.0.0.1:8080".parse().expect("addr"));
+        assert_eq!(c.restart.listen, "127.0.0.1:8080".parse().expect("addr"));
         assert_eq!(c.upstream.authority.as_str(), "127.0.0.1:8000");
         assert_eq!(
             &*c.blocked_params,
@@ -1117,7 +1125,7 @@ mod tests {
             ..Overrides::default()
         };
         let c = Config::from_raw(raw, &o).expect("valid");
-        assert_eq!(c.listen.port(), 2);
+        assert_eq!(c.restart.listen.port(), 2);
         assert_eq!(c.upstream.authority.as_str(), "b:2");
     }
 
@@ -1140,8 +1148,8 @@ mod tests {
             [
                 "listen",
                 "tls.listen",
-                "limits.max_connections",
-                "tls.http2"
+                "tls.http2",
+                "limits.max_connections"
             ]
         );
     }

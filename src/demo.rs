@@ -70,6 +70,7 @@ pub async fn run(
     let result = crate::server::serve(
         crate::server::Listeners::plain(proxy),
         Arc::new(ArcSwap::from_pointee(shared)),
+        config.restart.max_connections,
         shutdown,
     )
     .await;

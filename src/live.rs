@@ -103,7 +103,7 @@ impl Live {
             shared,
             certs,
         } = load(config_path.as_deref(), &overrides)?;
-        let shared = per_worker(shared, config.proxy.workers)
+        let shared = per_worker(shared, config.restart.workers)
             .into_iter()
             .map(|s| Arc::new(ArcSwap::from_pointee(s)))
             .collect();

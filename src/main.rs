@@ -136,13 +136,15 @@ fn run_proxy(args: RunArgs) -> ExitCode {
             // Handlers first, so that no signal meets the default action
             // once anything is bound.
             let signals = Signals::install()?;
-            let workers = config.proxy.workers;
-            let plain = bind(config.listen, workers)?;
-            let tls: Vec<Option<TlsSocket>> = match (&config.tls, &live.certs) {
-                (Some(tls), Some(certs)) => {
-                    let server = crawlgate::tls::server_config(Arc::clone(certs), tls.http2)?;
+            let restart = &config.restart;
+            let workers = restart.workers;
+            let plain = bind(restart.listen, workers)?;
+            let tls: Vec<Option<TlsSocket>> = match (restart.tls_listen, &live.certs) {
+                (Some(tls_listen), Some(certs)) => {
+                    let server =
+                        crawlgate::tls::server_config(Arc::clone(certs), restart.tls_http2)?;
                     let acceptor = TlsAcceptor::from(Arc::new(server));
-                    bind(tls.listen, workers)?
+                    bind(tls_listen, workers)?
                         .into_iter()
                         .map(|l| Some((l, acceptor.clone())))
                         .collect()
@@ -161,8 +163,9 @@ fn run_proxy(args: RunArgs) -> ExitCode {
             log_start(&config, &live, bound.unwrap_or_default());
             let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             let cells = live.shared.clone();
+            let max_connections = restart.max_connections;
             let served = tokio::task::spawn_blocking(move || {
-                crawlgate::server::run_workers(sockets, cells, stop_rx)
+                crawlgate::server::run_workers(sockets, cells, max_connections, stop_rx)
             });
             tokio::select! {
                 served = served => served.context("the workers' supervisor failed")??,
@@ -192,12 +195,12 @@ fn log_start(
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
     let upstream = &config.upstream;
     tracing::info!(
-        listen = %listen.unwrap_or(config.listen),
+        listen = %listen.unwrap_or(config.restart.listen),
         tls_listen = tls_listen.map(tracing::field::display),
         certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
         upstream = %format_args!("{}://{}", upstream.scheme, upstream.authority),
         rules = %rules,
-        workers = config.proxy.workers,
+        workers = config.restart.workers,
         "crawlgate started",
     );
     if let Some(certs) = &live.certs {
@@ -298,18 +301,18 @@ fn check_config(file: &std::path::Path) -> ExitCode {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config
-                .tls
-                .as_ref()
-                .map(|t| {
+                .restart
+                .tls_listen
+                .map(|listen| {
                     let n = loaded.certs.as_ref().map_or(0, |c| c.loaded.len());
                     let plural = if n == 1 { "" } else { "s" };
-                    format!(", tls {} with {n} certificate{plural}", t.listen)
+                    format!(", tls {listen} with {n} certificate{plural}")
                 })
                 .unwrap_or_default();
             println!(
                 "{}: ok (listen {}{tls}, upstream {}://{})",
                 file.display(),
-                config.listen,
+                config.restart.listen,
                 config.upstream.scheme,
                 config.upstream.authority
             );

@@ -325,8 +325,8 @@ impl Upstream {
             trusted_proxies: config.proxy.trusted_proxies.clone(),
             max_body_bytes: config.limits.max_body_bytes,
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
-            port_values: std::iter::once(config.listen.port())
-                .chain(config.tls.as_ref().map(|t| t.listen.port()))
+            port_values: std::iter::once(config.restart.listen.port())
+                .chain(config.restart.tls_listen.map(|a| a.port()))
                 .map(|port| (port, HeaderValue::from(port)))
                 .collect(),
         })

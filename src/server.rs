@@ -120,11 +120,9 @@ pub fn bind_reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::Tc
 pub fn run_workers(
     sockets: Vec<WorkerSockets>,
     cells: Vec<Arc<Live>>,
+    max_connections: usize,
     stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let max_connections = cells
-        .first()
-        .map_or(1, |cell| cell.load().limits.max_connections);
     let permits = Arc::new(Semaphore::new(max_connections));
     let mut threads = Vec::with_capacity(sockets.len());
     for (i, (sockets, cell)) in sockets.into_iter().zip(cells).enumerate() {
@@ -147,7 +145,8 @@ pub fn run_workers(
                     let shutdown = async move {
                         let _ = stop.wait_for(|&stop| stop).await;
                     };
-                    serve_with(Listeners { plain, tls }, cell, permits, shutdown).await
+                    let listeners = Listeners { plain, tls };
+                    serve_with(listeners, cell, permits, max_connections, shutdown).await
                 })
             })?;
         threads.push(thread);
@@ -165,11 +164,11 @@ pub fn run_workers(
 pub async fn serve(
     listeners: Listeners,
     live: Arc<Live>,
+    max_connections: usize,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let max_connections = live.load().limits.max_connections;
     let permits = Arc::new(Semaphore::new(max_connections));
-    serve_with(listeners, live, permits, shutdown).await
+    serve_with(listeners, live, permits, max_connections, shutdown).await
 }
 
 /// [`serve`] with a connection cap shared with other workers: one permit
@@ -179,9 +178,9 @@ async fn serve_with(
     listeners: Listeners,
     live: Arc<Live>,
     permits: Arc<Semaphore>,
+    max_connections: usize,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let max_connections = live.load().limits.max_connections;
     let (phase_tx, phase_rx) = watch::channel(Phase::Serve);
     let ctx = AcceptCtx {
         live: &live,
@@ -258,7 +257,7 @@ impl Builders {
             ($builder:expr) => {
                 $builder
                     .timer(TokioTimer::new())
-                    .header_read_timeout(shared.header_read_timeout)
+                    .header_read_timeout(shared.conn.header_read_timeout)
                     .max_buf_size(limits.max_header_bytes)
                     .max_headers(limits.max_headers)
                     .keep_alive(true)
@@ -364,12 +363,12 @@ struct Conn {
 
 impl Conn {
     async fn serve_plain(self, stream: TcpStream) {
-        let h2c = self.builders.shared.h2c;
+        let h2c = self.builders.shared.conn.h2c;
         if h2c {
             // The auto builder reads the first bytes (HTTP/1 or the h2
             // preface) before any header-read timeout runs: a client that
             // never sends one is closed here instead of held forever.
-            let timeout = self.builders.shared.header_read_timeout;
+            let timeout = self.builders.shared.conn.header_read_timeout;
             let mut first = [0u8; 1];
             if !matches!(
                 tokio::time::timeout(timeout, stream.peek(&mut first)).await,
@@ -384,7 +383,7 @@ impl Conn {
     }
 
     async fn serve_tls(mut self, stream: TcpStream, acceptor: TlsAcceptor) {
-        let timeout = self.builders.shared.header_read_timeout;
+        let timeout = self.builders.shared.conn.header_read_timeout;
         // Boxed, as is the session it yields: the TLS state is large, and
         // every future it passed through would otherwise keep a slot of
         // that size for the connection's life.
@@ -495,7 +494,7 @@ impl Conn {
         let activity = Arc::new(Activity::new());
         let quiet = {
             let activity = Arc::clone(&activity);
-            let timeout = builders.shared.http2_idle_timeout;
+            let timeout = builders.shared.conn.http2_idle_timeout;
             async move { activity.quiet_for(timeout).await }
         };
         let service = service_fn(move |req| {

@@ -34,8 +34,12 @@ use crate::tunnel::{Tunnel, UpgradeSlot};
 /// Longest path or host written to the access log, in bytes.
 const LOG_FIELD_MAX: usize = 256;
 
-/// Everything a request needs, built once from a [`Config`]. Immutable:
-/// a reload builds a new one and swaps the `Arc`.
+/// What a reload replaces, built from a [`Config`]: everything a request
+/// needs, and the settings a connection takes when it is accepted
+/// ([`ConnSettings`]). Immutable: a reload builds a new one and swaps the
+/// `Arc`; a request in flight keeps the one it started with. What only a
+/// restart changes is in [`crate::config::Restart`], read once when the
+/// listeners are bound.
 #[derive(Debug)]
 pub struct Shared {
     /// The decision's inputs (shared by the workers' copies).
@@ -46,16 +50,26 @@ pub struct Shared {
     pub upstream: Upstream,
     /// Emit access-log events.
     pub access_log: bool,
-    /// Client request-header read timeout.
-    pub header_read_timeout: Duration,
-    /// Shutdown grace period.
+    /// Shutdown grace period, read when a drain starts.
     pub shutdown_grace: Duration,
     /// Where the rules came from (`None` = embedded).
     pub rules_source: Option<PathBuf>,
-    /// Resource limits.
+    /// Resource limits of a request (and the head limits a connection
+    /// takes at accept).
     pub limits: Limits,
     /// `Strict-Transport-Security` for HTTPS responses that lack one.
     pub hsts: Option<HeaderValue>,
+    /// What a connection takes when it is accepted and keeps for its life.
+    pub conn: ConnSettings,
+}
+
+/// The settings of a connection, taken when it is accepted: a reload
+/// reaches the connections accepted after it.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnSettings {
+    /// Request-header read timeout (also the TLS handshake's and the
+    /// HTTP/1 keep-alive idle time).
+    pub header_read_timeout: Duration,
     /// Accept h2c with prior knowledge on the plain port.
     pub h2c: bool,
     /// Close an HTTP/2 connection without open streams after this long.
@@ -97,14 +111,16 @@ impl Shared {
             )),
             upstream: Upstream::new(config)?,
             access_log: config.access_log,
-            header_read_timeout: config.proxy.header_read_timeout,
             shutdown_grace: config.proxy.shutdown_grace,
             rules_source: lists.source,
             limits: config.limits.clone(),
             hsts: config.tls.as_ref().and_then(|t| t.hsts.clone()),
-            h2c: config.proxy.h2c,
-            http2_idle_timeout: config.proxy.http2_idle_timeout,
-            websocket_idle_timeout: config.proxy.websocket_idle_timeout,
+            conn: ConnSettings {
+                header_read_timeout: config.proxy.header_read_timeout,
+                h2c: config.proxy.h2c,
+                http2_idle_timeout: config.proxy.http2_idle_timeout,
+                websocket_idle_timeout: config.proxy.websocket_idle_timeout,
+            },
         })
     }
 }
@@ -118,14 +134,11 @@ impl Shared {
             robots: Arc::clone(&self.robots),
             upstream: self.upstream.with_own_pool(),
             access_log: self.access_log,
-            header_read_timeout: self.header_read_timeout,
             shutdown_grace: self.shutdown_grace,
             rules_source: self.rules_source.clone(),
             limits: self.limits.clone(),
             hsts: self.hsts.clone(),
-            h2c: self.h2c,
-            http2_idle_timeout: self.http2_idle_timeout,
-            websocket_idle_timeout: self.websocket_idle_timeout,
+            conn: self.conn,
         }
     }
 
@@ -260,7 +273,7 @@ async fn forward(
                     let tunnel = Tunnel {
                         client,
                         upstream: hyper::upgrade::on(&mut res),
-                        idle_timeout: shared.websocket_idle_timeout,
+                        idle_timeout: shared.conn.websocket_idle_timeout,
                         peer: conn.peer,
                     };
                     let _ = slot.set(tunnel);

@@ -283,6 +283,7 @@ impl Proxy {
         let task = tokio::spawn(crawlgate::server::serve(
             Listeners::plain(listener),
             shared,
+            config.restart.max_connections,
             async {
                 let _ = stopped.await;
             },
@@ -318,16 +319,23 @@ impl Proxy {
         )
         .expect("certificates load");
         let certs = Arc::new(crawlgate::tls::Certs::new(store));
-        let server = crawlgate::tls::server_config(certs, tls_config.http2).expect("TLS settings");
+        let server =
+            crawlgate::tls::server_config(certs, config.restart.tls_http2).expect("TLS settings");
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
         let (stop, stopped) = oneshot::channel::<()>();
         let listeners = Listeners {
             plain,
             tls: Some((tls, acceptor)),
         };
-        let task = tokio::spawn(crawlgate::server::serve(listeners, shared, async {
-            let _ = stopped.await;
-        }));
+        let max_connections = config.restart.max_connections;
+        let task = tokio::spawn(crawlgate::server::serve(
+            listeners,
+            shared,
+            max_connections,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         Self {
             addr,
             tls_addr: Some(tls_addr),
