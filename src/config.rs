@@ -250,6 +250,8 @@ pub struct Overrides {
     pub tls_listen: Option<String>,
     /// `--certs`
     pub certs_dir: Option<PathBuf>,
+    /// `proxy.workers` (tests and the demo pick their own count).
+    pub workers: Option<usize>,
 }
 
 /// A validated configuration.
@@ -581,7 +583,7 @@ impl Config {
                 "300s",
             )?,
         };
-        let workers = match workers.unwrap_or(0) {
+        let workers = match overrides.workers.or(workers).unwrap_or(0) {
             0 => std::thread::available_parallelism().map_or(1, usize::from),
             n if n > 1024 => {
                 return Err(invalid("proxy.workers", format!("{n} is over 1024")));

@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::{Request, Response};
@@ -25,8 +24,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::config::{Config, Overrides, RawConfig};
-use crate::service::Shared;
+use crate::config::Overrides;
+use crate::live::Live;
+use crate::run::{Control, Server};
 
 /// Runs the demo until `shutdown` completes. `listen` defaults to
 /// `127.0.0.1:8080`, or a free port if that one is taken. `program` is how
@@ -44,36 +44,37 @@ pub async fn run(
     let site_task = tokio::spawn(serve_site(site, Arc::clone(&votes)));
 
     let sitemap_dir = SitemapDir::create().map_err(DemoError::Sitemap)?;
-    let proxy = match listen {
-        Some(addr) => TcpListener::bind(addr)
-            .await
-            .map_err(|e| DemoError::Listen(addr, e))?,
-        None => match TcpListener::bind("127.0.0.1:8080").await {
-            Ok(l) => l,
-            Err(_) => TcpListener::bind("127.0.0.1:0")
-                .await
-                .map_err(|e| DemoError::Listen(SocketAddr::from(([127, 0, 0, 1], 0)), e))?,
-        },
-    };
-    let addr = proxy.local_addr().map_err(DemoError::Site)?;
-    let overrides = Overrides {
-        listen: Some(addr.to_string()),
+    let overrides = |listen: SocketAddr| Overrides {
+        listen: Some(listen.to_string()),
         upstream: Some(format!("http://{site_addr}")),
         sitemap_dir: Some(sitemap_dir.0.clone()),
-        rules_dir: None,
         ..Overrides::default()
     };
-    let config = Config::from_raw(RawConfig::default(), &overrides).map_err(DemoError::Config)?;
-    let shared = Shared::new(&config).map_err(DemoError::Setup)?;
+    let start = |listen: SocketAddr| -> Result<Server, DemoError> {
+        let live = Live::start(None, overrides(listen)).map_err(DemoError::Load)?;
+        Server::bind(Arc::new(live)).map_err(DemoError::Bind)
+    };
+    let server = match listen {
+        Some(addr) => start(addr)?,
+        // 8080 when it is free, else any free port.
+        None => start(SocketAddr::from(([127, 0, 0, 1], 8080)))
+            .or_else(|_| start(SocketAddr::from(([127, 0, 0, 1], 0))))?,
+    };
+    let addr = server.addrs().plain;
 
     println!("{}", instructions(addr, site_addr, program));
-    let result = crate::server::serve(
-        crate::server::Listeners::plain(proxy),
-        Arc::new(ArcSwap::from_pointee(shared)),
-        config.restart.max_connections,
-        shutdown,
-    )
-    .await;
+    let (events, control) = tokio::sync::mpsc::channel(1);
+    let stop = async move {
+        shutdown.await;
+        let _ = events.send(Control::Drain).await;
+        // Keep the sender until the drain is over: a closed channel would
+        // mean the same, but this says it.
+        std::future::pending::<()>().await;
+    };
+    let result = tokio::select! {
+        stopped = server.run(control) => stopped.map(drop),
+        () = stop => Ok(()),
+    };
     site_task.abort();
     drop(sitemap_dir);
     result.map_err(DemoError::Site)
@@ -204,15 +205,12 @@ pub enum DemoError {
     #[error("demo site")]
     Site(#[source] io::Error),
     /// The proxy address could not be bound.
-    #[error("cannot listen on {0}")]
-    Listen(SocketAddr, #[source] io::Error),
+    #[error(transparent)]
+    Bind(crate::run::BindError),
     /// The demo's sitemap folder could not be written.
     #[error("cannot create the demo sitemap folder")]
     Sitemap(#[source] io::Error),
-    /// The generated config was refused (a bug).
+    /// The generated config or the embedded rules were refused (a bug).
     #[error(transparent)]
-    Config(crate::config::ConfigError),
-    /// The embedded rules did not compile (a bug).
-    #[error(transparent)]
-    Setup(crate::service::SetupError),
+    Load(crate::live::LoadError),
 }

@@ -4,7 +4,8 @@
 //!
 //! # Life of a request
 //!
-//! 1. [`server::serve`] accepts a connection (plain, or TLS with the
+//! 1. [`run::Server`] binds the listeners and starts one event loop per
+//!    worker; [`server`] accepts a connection there (plain, or TLS with the
 //!    certificate [`tls`] picks by SNI) and runs hyper's HTTP/1 or HTTP/2
 //!    server on it with [`service::handle`] as the service, reading the
 //!    current state from the [`live`] cell that a reload swaps.
@@ -28,7 +29,9 @@
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
-//!   running state and its reload (SIGHUP).
+//!   running state and its reload; [`run`]: the one entry that binds,
+//!   serves and obeys control events (reload, drain, exit), used by `main`
+//!   (which maps signals to them), `demo` and the tests.
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
@@ -45,6 +48,7 @@ pub mod query;
 pub mod response;
 pub mod robots;
 pub mod rules;
+pub mod run;
 pub mod server;
 pub mod service;
 #[doc(hidden)]

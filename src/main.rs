@@ -12,14 +12,13 @@ use crawlgate::classify::{classify_lines, Classifier};
 use crawlgate::config::Overrides;
 use crawlgate::live::Live;
 use crawlgate::rules::RuleLists;
-use crawlgate::server::WorkerSockets;
-use crawlgate::tls::{CertStore, EXPIRY_WARNING_DAYS};
-use tokio_rustls::TlsAcceptor;
+use crawlgate::run::{Control, Server, Stopped};
+use crawlgate::tls::certificate_notes;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
 const EXIT_CONFIG: u8 = 64;
 /// Exit code when a second shutdown signal cuts the drain short.
-const EXIT_INTERRUPTED: i32 = 130;
+const EXIT_INTERRUPTED: u8 = 130;
 
 /// crawlgate: an edge reverse proxy that keeps robots off action links,
 /// sends one canonical 301 for duplicate addresses, synthesizes robots.txt
@@ -116,6 +115,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         rules_dir: args.rules,
         tls_listen: args.tls_listen,
         certs_dir: args.certs,
+        workers: None,
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),
@@ -124,138 +124,37 @@ fn run_proxy(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let config = live.config();
-    // This thread only handles signals and reloads; the workers run their
-    // own event loops.
+    // This thread only turns signals into control events; the workers run
+    // their own event loops.
     let control = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the runtime");
     let result = control.and_then(|rt| {
-        rt.block_on(async {
+        let stopped = rt.block_on(async {
             // Handlers first, so that no signal meets the default action
             // once anything is bound.
             let signals = Signals::install()?;
-            let restart = &config.restart;
-            let workers = restart.workers;
-            let plain = bind(restart.listen, workers)?;
-            let tls: Vec<Option<TlsSocket>> = match (restart.tls_listen, &live.certs) {
-                (Some(tls_listen), Some(certs)) => {
-                    let server =
-                        crawlgate::tls::server_config(Arc::clone(certs), restart.tls_http2)?;
-                    let acceptor = TlsAcceptor::from(Arc::new(server));
-                    bind(tls_listen, workers)?
-                        .into_iter()
-                        .map(|l| Some((l, acceptor.clone())))
-                        .collect()
-                }
-                _ => std::iter::repeat_with(|| None).take(workers).collect(),
-            };
-            let sockets: Vec<WorkerSockets> = plain
-                .into_iter()
-                .zip(tls)
-                .map(|(plain, tls)| WorkerSockets { plain, tls })
-                .collect();
-            let bound = sockets.first().map(|s| {
-                let addr = |l: &std::net::TcpListener| l.local_addr().ok();
-                (addr(&s.plain), s.tls.as_ref().and_then(|(l, _)| addr(l)))
-            });
-            log_start(&config, &live, bound.unwrap_or_default());
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            let cells = live.shared.clone();
-            let max_connections = restart.max_connections;
-            let served = tokio::task::spawn_blocking(move || {
-                crawlgate::server::run_workers(sockets, cells, max_connections, stop_rx)
-            });
+            let server = Server::bind(live)?;
+            let (events, control) = tokio::sync::mpsc::channel(4);
             tokio::select! {
-                served = served => served.context("the workers' supervisor failed")??,
-                () = signals.run(&live, stop_tx) => {}
+                stopped = server.run(control) => Ok(stopped?),
+                () = signals.run(events) => Ok(Stopped::Exited),
             }
-            tracing::info!("stopped");
-            Ok(())
-        })
+        });
+        // Without waiting for the worker threads: after an exit they may
+        // still hold connections.
+        rt.shutdown_background();
+        stopped
     });
-    finish(result)
-}
-
-/// A worker's HTTPS socket and the acceptor holding the certificates.
-type TlsSocket = (std::net::TcpListener, TlsAcceptor);
-
-/// The start-up log line: the addresses actually bound (port 0 resolved),
-/// the upstream, the rules, the certificates.
-fn log_start(
-    config: &crawlgate::config::Config,
-    live: &Live,
-    (listen, tls_listen): (Option<SocketAddr>, Option<SocketAddr>),
-) {
-    let shared = live.shared[0].load();
-    let rules = shared
-        .rules_source
-        .as_deref()
-        .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
-    let upstream = &config.upstream;
-    tracing::info!(
-        listen = %listen.unwrap_or(config.restart.listen),
-        tls_listen = tls_listen.map(tracing::field::display),
-        certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
-        upstream = %format_args!("{}://{}", upstream.scheme, upstream.authority),
-        rules = %rules,
-        workers = config.restart.workers,
-        "crawlgate started",
-    );
-    if let Some(certs) = &live.certs {
-        log_certificates(&certs.current());
-    }
-}
-
-/// Binds `addr` once per worker.
-fn bind(addr: SocketAddr, workers: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
-    crawlgate::server::bind_reuseport(addr, workers)
-        .with_context(|| format!("cannot listen on {addr}"))
-}
-
-/// Logs what [`certificate_notes`] says, warnings at `warn`.
-fn log_certificates(store: &CertStore) {
-    for (warning, line) in certificate_notes(store) {
-        if warning {
-            tracing::warn!("{line}");
-        } else {
-            tracing::info!("{line}");
+    match result {
+        Ok(Stopped::Drained) => ExitCode::SUCCESS,
+        Ok(Stopped::Exited) => {
+            tracing::warn!("second shutdown signal: exiting without draining");
+            ExitCode::from(EXIT_INTERRUPTED)
         }
+        Err(err) => finish(Err(err)),
     }
-}
-
-/// What an operator needs to know of the certificates, the same at
-/// start-up, on reload and from `check-config`: each one served, with its
-/// names and expiry date; a warning for each that expires within
-/// [`EXPIRY_WARNING_DAYS`] and for each pair skipped; (is a warning, line).
-fn certificate_notes(store: &CertStore) -> Vec<(bool, String)> {
-    let now = crawlgate::tls::unix_now();
-    let mut notes = Vec::with_capacity(store.loaded.len() + store.skipped.len());
-    for cert in &store.loaded {
-        let days = cert.days_left(now);
-        let soon = days < EXPIRY_WARNING_DAYS;
-        let when = if soon {
-            format!("expires {} (in {days} days: renew it)", cert.expires)
-        } else {
-            format!("expires {}", cert.expires)
-        };
-        notes.push((
-            soon,
-            format!(
-                "certificate {}: serves {}, {when}",
-                cert.path.display(),
-                cert.names.join(" ")
-            ),
-        ));
-    }
-    for skipped in &store.skipped {
-        notes.push((true, format!("certificate skipped: {skipped}")));
-    }
-    if let Some(warning) = &store.default_warning {
-        notes.push((true, warning.clone()));
-    }
-    notes
 }
 
 fn run_demo(listen: Option<SocketAddr>) -> ExitCode {
@@ -366,10 +265,10 @@ fn init_tracing() {
     }
 }
 
-/// The proxy's signals: SIGHUP reloads; the first SIGTERM or SIGINT starts
-/// the graceful shutdown; a second one exits at once. SIGUSR1 and SIGUSR2
-/// are caught and logged, so that a logrotate script sending them cannot
-/// kill the process (their default action).
+/// The proxy's signals, as [`Control`] events: SIGHUP reloads; the first
+/// SIGTERM or SIGINT drains; a second one exits at once. SIGUSR1 and
+/// SIGUSR2 are caught and logged, so that a logrotate script sending them
+/// cannot kill the process (their default action).
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
@@ -391,37 +290,39 @@ impl Signals {
         })
     }
 
-    /// Handles signals until the second shutdown signal, which exits the
-    /// process; the first one sets `stop`.
-    async fn run(mut self, live: &Arc<Live>, stop: tokio::sync::watch::Sender<bool>) {
+    /// Sends the events the signals mean, for as long as the server takes
+    /// them.
+    async fn run(mut self, events: tokio::sync::mpsc::Sender<Control>) {
+        let mut stopping = false;
         loop {
-            tokio::select! {
-                _ = self.term.recv() => break,
-                _ = self.int.recv() => break,
-                _ = self.hup.recv() => {
-                    // Reading files and compiling the rules blocks: off
-                    // this thread's event loop.
-                    let live = Arc::clone(live);
-                    let _ = tokio::task::spawn_blocking(move || reload(&live)).await;
+            let event = tokio::select! {
+                _ = self.term.recv() => stop(&mut stopping),
+                _ = self.int.recv() => stop(&mut stopping),
+                _ = self.hup.recv() => Control::Reload(None),
+                _ = self.usr1.recv() => {
+                    ignored("SIGUSR1");
+                    continue;
                 }
-                _ = self.usr1.recv() => ignored("SIGUSR1"),
-                _ = self.usr2.recv() => ignored("SIGUSR2"),
+                _ = self.usr2.recv() => {
+                    ignored("SIGUSR2");
+                    continue;
+                }
+            };
+            if events.send(event).await.is_err() {
+                // The server has returned; main is finishing.
+                std::future::pending::<()>().await;
             }
         }
-        tracing::info!(
-            "shutdown signal received: draining connections; a second signal exits at once"
-        );
-        let _ = stop.send(true);
-        loop {
-            tokio::select! {
-                _ = self.term.recv() => break,
-                _ = self.int.recv() => break,
-                _ = self.usr1.recv() => ignored("SIGUSR1"),
-                _ = self.usr2.recv() => ignored("SIGUSR2"),
-            }
-        }
-        tracing::warn!("second shutdown signal: exiting without draining");
-        std::process::exit(EXIT_INTERRUPTED);
+    }
+}
+
+/// The first shutdown signal drains, the next one exits.
+fn stop(stopping: &mut bool) -> Control {
+    if std::mem::replace(stopping, true) {
+        Control::Exit
+    } else {
+        tracing::info!("shutdown signal received");
+        Control::Drain
     }
 }
 
@@ -432,32 +333,6 @@ fn ignored(signal: &str) {
         signal,
         "signal ignored: crawlgate has no log file to reopen (logs go to stderr)"
     );
-}
-
-fn reload(live: &Live) {
-    match live.reload() {
-        Ok(done) => {
-            for (key, running, wanted) in &done.restart_needed {
-                tracing::warn!(
-                    key,
-                    running = %running,
-                    config = %wanted,
-                    "reload: this setting changed but needs a restart; still using the running value",
-                );
-            }
-            tracing::info!(
-                certificates = done.certificates,
-                "reload: new config, rules and certificates in effect",
-            );
-            if let Some(certs) = &live.certs {
-                log_certificates(&certs.current());
-            }
-        }
-        Err(err) => tracing::error!(
-            error = %err,
-            "reload failed; the previous configuration keeps serving",
-        ),
-    }
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C): the demo's shutdown.

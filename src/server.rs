@@ -1,8 +1,9 @@
 //! Listening: the accept loops, one task per connection, graceful stop.
 //!
-//! [`serve`] takes already bound [`Listeners`] (plain HTTP, and HTTPS when
-//! configured) and any shutdown future, so tests bind port 0 and `main`
-//! wires signals. The plain port speaks HTTP/1.1 (and h2c with prior
+//! [`run_workers`] serves sockets bound by [`bind_reuseport`] (plain HTTP,
+//! and HTTPS when configured) on one event loop per worker thread, until
+//! told to stop; [`crate::run::Server`] drives it. The plain port speaks
+//! HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
 //! `h2` or `http/1.1`.
 //!
@@ -48,22 +49,10 @@ pub type Live = ArcSwap<Shared>;
 /// Most concurrent streams per HTTP/2 connection.
 const H2_MAX_STREAMS: u32 = 128;
 
-/// The sockets to serve.
-pub struct Listeners {
-    /// Plain HTTP.
-    pub plain: TcpListener,
-    /// HTTPS, with the acceptor holding the certificates.
-    pub tls: Option<(TcpListener, TlsAcceptor)>,
-}
-
-impl Listeners {
-    /// Only a plain-HTTP listener.
-    pub fn plain(listener: TcpListener) -> Self {
-        Self {
-            plain: listener,
-            tls: None,
-        }
-    }
+/// The sockets one worker serves.
+struct Listeners {
+    plain: TcpListener,
+    tls: Option<(TcpListener, TlsAcceptor)>,
 }
 
 /// One worker's sockets, before they join its event loop.
@@ -146,7 +135,7 @@ pub fn run_workers(
                         let _ = stop.wait_for(|&stop| stop).await;
                     };
                     let listeners = Listeners { plain, tls };
-                    serve_with(listeners, cell, permits, max_connections, shutdown).await
+                    serve(listeners, cell, permits, max_connections, shutdown).await
                 })
             })?;
         threads.push(thread);
@@ -160,21 +149,11 @@ pub fn run_workers(
 }
 
 /// Accepts and serves connections until `shutdown` completes, then drains
-/// within the configured grace period.
-pub async fn serve(
-    listeners: Listeners,
-    live: Arc<Live>,
-    max_connections: usize,
-    shutdown: impl Future<Output = ()>,
-) -> io::Result<()> {
-    let permits = Arc::new(Semaphore::new(max_connections));
-    serve_with(listeners, live, permits, max_connections, shutdown).await
-}
-
-/// [`serve`] with a connection cap shared with other workers: one permit
-/// per open connection; when none is left, accepting pauses and the
-/// kernel's backlog holds newcomers. All permits back = drained.
-async fn serve_with(
+/// within the configured grace period. The connection cap is shared with
+/// the other workers: one permit per open connection; when none is left,
+/// accepting pauses and the kernel's backlog holds newcomers. All permits
+/// back = drained.
+async fn serve(
     listeners: Listeners,
     live: Arc<Live>,
     permits: Arc<Semaphore>,

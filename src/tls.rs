@@ -558,6 +558,39 @@ pub fn server_config(certs: Arc<Certs>, http2: bool) -> Result<ServerConfig, Tls
     Ok(config)
 }
 
+/// What an operator needs to know of the certificates, the same at
+/// start-up, on reload and from `check-config`: each one served, with its
+/// names and expiry date; a warning for each that expires within
+/// [`EXPIRY_WARNING_DAYS`] and for each pair skipped; (is a warning, line).
+pub fn certificate_notes(store: &CertStore) -> Vec<(bool, String)> {
+    let now = unix_now();
+    let mut notes = Vec::with_capacity(store.loaded.len() + store.skipped.len());
+    for cert in &store.loaded {
+        let days = cert.days_left(now);
+        let soon = days < EXPIRY_WARNING_DAYS;
+        let when = if soon {
+            format!("expires {} (in {days} days: renew it)", cert.expires)
+        } else {
+            format!("expires {}", cert.expires)
+        };
+        notes.push((
+            soon,
+            format!(
+                "certificate {}: serves {}, {when}",
+                cert.path.display(),
+                cert.names.join(" ")
+            ),
+        ));
+    }
+    for skipped in &store.skipped {
+        notes.push((true, format!("certificate skipped: {skipped}")));
+    }
+    if let Some(warning) = &store.default_warning {
+        notes.push((true, warning.clone()));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

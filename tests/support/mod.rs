@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use bytes::Bytes;
-use crawlgate::config::{Config, Overrides, RawConfig};
-use crawlgate::server::Listeners;
-use crawlgate::service::Shared;
+use crawlgate::config::Overrides;
+use crawlgate::live::Live;
+use crawlgate::run::{Control, Server, Stopped};
 use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Frame, Incoming};
@@ -27,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 /// What reached the upstream, one entry per request.
 #[derive(Clone, Debug)]
@@ -249,13 +248,18 @@ impl hyper::body::Body for Chunks {
     }
 }
 
-/// A crawlgate served in-process on 127.0.0.1:0.
+/// A crawlgate served in-process through the library entry production
+/// uses ([`crawlgate::run::Server`]), on free loopback ports, with one
+/// worker unless the overrides ask for more.
 pub struct Proxy {
     pub addr: SocketAddr,
     /// The HTTPS listener, when started with [`Proxy::start_tls`].
     pub tls_addr: Option<SocketAddr>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// The config file (rewrite it, then [`Proxy::reload`]).
+    pub config_path: std::path::PathBuf,
+    control: mpsc::Sender<Control>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<Stopped>>>,
+    _dir: tempfile::TempDir,
 }
 
 impl Proxy {
@@ -271,85 +275,67 @@ impl Proxy {
         .await
     }
 
-    pub async fn start_with(toml: &str, overrides: Overrides) -> Self {
-        let raw = RawConfig::parse(toml).expect("test config parses");
-        let config = Config::from_raw(raw, &overrides).expect("test config is valid");
-        let shared = Arc::new(ArcSwap::from_pointee(
-            Shared::new(&config).expect("rules load"),
-        ));
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(crawlgate::server::serve(
-            Listeners::plain(listener),
-            shared,
-            config.restart.max_connections,
-            async {
-                let _ = stopped.await;
-            },
-        ));
-        Self {
-            addr,
-            tls_addr: None,
-            stop: Some(stop),
-            task: Some(task),
-        }
+    /// Starts crawlgate with `toml` as its config file and `overrides`.
+    pub async fn start_with(toml: &str, mut overrides: Overrides) -> Self {
+        overrides
+            .listen
+            .get_or_insert_with(|| "127.0.0.1:0".to_owned());
+        Self::launch(toml, overrides).await
     }
 
-    /// Starts crawlgate with a plain and an HTTPS listener, both on port 0;
-    /// the config sees the bound addresses. `overrides.certs_dir` must be
-    /// set.
+    /// Starts crawlgate with a plain and an HTTPS listener on free ports
+    /// (known before the config is read, so that redirects name them).
+    /// `overrides.certs_dir` must be set.
     pub async fn start_tls(toml: &str, mut overrides: Overrides) -> Self {
-        let plain = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
-        let addr = plain.local_addr().expect("addr");
-        let tls_addr = tls.local_addr().expect("addr");
-        overrides.listen = Some(addr.to_string());
-        overrides.tls_listen = Some(tls_addr.to_string());
-        let raw = RawConfig::parse(toml).expect("test config parses");
-        let config = Config::from_raw(raw, &overrides).expect("test config is valid");
-        let shared = Arc::new(ArcSwap::from_pointee(
-            Shared::new(&config).expect("rules load"),
-        ));
-        let tls_config = config.tls.as_ref().expect("TLS configured");
-        let store = crawlgate::tls::CertStore::load(
-            &tls_config.certs_dir,
-            tls_config.default_name.as_deref(),
-            tls_config.strict,
-        )
-        .expect("certificates load");
-        let certs = Arc::new(crawlgate::tls::Certs::new(store));
-        let server =
-            crawlgate::tls::server_config(certs, config.restart.tls_http2).expect("TLS settings");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = Listeners {
-            plain,
-            tls: Some((tls, acceptor)),
-        };
-        let max_connections = config.restart.max_connections;
-        let task = tokio::spawn(crawlgate::server::serve(
-            listeners,
-            shared,
-            max_connections,
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        overrides.listen = Some(process::free_addr().to_string());
+        overrides.tls_listen = Some(process::free_addr().to_string());
+        Self::launch(toml, overrides).await
+    }
+
+    async fn launch(toml: &str, mut overrides: Overrides) -> Self {
+        overrides.workers.get_or_insert(1);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config_path = dir.path().join("crawlgate.toml");
+        std::fs::write(&config_path, toml).expect("write config");
+        let live = Live::start(Some(config_path.clone()), overrides).expect("test config is valid");
+        let server = Server::bind(Arc::new(live)).expect("bind proxy");
+        let addrs = server.addrs();
+        let (control, events) = mpsc::channel(4);
+        let task = tokio::spawn(server.run(events));
         Self {
-            addr,
-            tls_addr: Some(tls_addr),
-            stop: Some(stop),
+            addr: addrs.plain,
+            tls_addr: addrs.tls,
+            config_path,
+            control,
             task: Some(task),
+            _dir: dir,
         }
     }
 
+    /// Reloads the config file, as SIGHUP does; the outcome.
+    pub async fn reload(&self) -> Result<crawlgate::live::Reloaded, crawlgate::live::LoadError> {
+        let (reply, outcome) = oneshot::channel();
+        self.control
+            .send(Control::Reload(Some(reply)))
+            .await
+            .expect("proxy running");
+        outcome.await.expect("reload answered")
+    }
+
+    /// Starts a drain (as the first SIGTERM does) without waiting for it.
+    pub async fn drain(&self) {
+        let _ = self.control.send(Control::Drain).await;
+    }
+
+    /// Drains and waits (at most 15 s) for the server to return.
     pub async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        let _ = self.control.send(Control::Drain).await;
         if let Some(task) = self.task.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(15), task).await;
+            let stopped = tokio::time::timeout(Duration::from_secs(15), task)
+                .await
+                .expect("drained within 15 s");
+            let stopped = stopped.expect("server task").expect("server ran");
+            assert_eq!(stopped, Stopped::Drained);
         }
     }
 }

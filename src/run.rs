@@ -1,0 +1,265 @@
+//! The proxy as production runs it: bind every listener, serve on the
+//! worker threads, and obey control events until a drain completes.
+//!
+//! [`Server::bind`] binds the plain and TLS listeners once per worker
+//! (`SO_REUSEPORT`), so a bind error is reported before anything serves
+//! and the bound addresses (port 0 resolved) are known. [`Server::run`]
+//! starts the workers and then waits for [`Control`] events: a reload
+//! reads config, rules and certificates again and reports the outcome;
+//! a drain stops accepting and returns once the connections have finished
+//! (within `proxy.shutdown_grace`); an exit returns at once.
+//!
+//! `main` only maps signals to these events and picks the exit code; the
+//! tests and `crawlgate demo` send them directly, over the same code.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::live::{Live, LoadError, Reloaded};
+use crate::server::WorkerSockets;
+use crate::tls::{certificate_notes, CertStore, TlsError};
+
+/// What the process is told to do.
+#[derive(Debug)]
+pub enum Control {
+    /// Load config, rules and certificates again and swap them in if all
+    /// of it is valid. The outcome is logged, and sent to the reply when
+    /// there is one.
+    Reload(Option<oneshot::Sender<Result<Reloaded, LoadError>>>),
+    /// Stop accepting, let the requests in flight finish (at most
+    /// `proxy.shutdown_grace`), then return [`Stopped::Drained`].
+    Drain,
+    /// Return [`Stopped::Exited`] at once, without draining: the caller
+    /// ends the process.
+    Exit,
+}
+
+/// How [`Server::run`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// A drain completed: every connection finished or was closed at the
+    /// end of the grace period.
+    Drained,
+    /// An exit was asked for; connections may still be open.
+    Exited,
+}
+
+/// The addresses actually bound.
+#[derive(Clone, Copy, Debug)]
+pub struct Addrs {
+    /// Plain HTTP.
+    pub plain: SocketAddr,
+    /// HTTPS, when configured.
+    pub tls: Option<SocketAddr>,
+}
+
+/// Why the listeners could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// An address is taken or not ours to bind.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The underlying failure.
+        #[source]
+        source: io::Error,
+    },
+    /// The TLS listener's settings were refused.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// The listeners, bound, with the state they will serve.
+pub struct Server {
+    live: Arc<Live>,
+    sockets: Vec<WorkerSockets>,
+    addrs: Addrs,
+    max_connections: usize,
+}
+
+impl Server {
+    /// Binds every listener of the running config, once per worker.
+    pub fn bind(live: Arc<Live>) -> Result<Self, BindError> {
+        let restart = live.config().restart;
+        let workers = restart.workers;
+        let bind = |addr: SocketAddr| {
+            crate::server::bind_reuseport(addr, workers)
+                .map_err(|source| BindError::Listen { addr, source })
+        };
+        let plain = bind(restart.listen)?;
+        let tls: Vec<Option<(std::net::TcpListener, TlsAcceptor)>> =
+            match (restart.tls_listen, &live.certs) {
+                (Some(addr), Some(certs)) => {
+                    let config = crate::tls::server_config(Arc::clone(certs), restart.tls_http2)?;
+                    let acceptor = TlsAcceptor::from(Arc::new(config));
+                    bind(addr)?
+                        .into_iter()
+                        .map(|l| Some((l, acceptor.clone())))
+                        .collect()
+                }
+                _ => std::iter::repeat_with(|| None).take(plain.len()).collect(),
+            };
+        let local = |l: &std::net::TcpListener, configured: SocketAddr| {
+            l.local_addr().unwrap_or(configured)
+        };
+        let addrs = Addrs {
+            plain: local(&plain[0], restart.listen),
+            tls: restart
+                .tls_listen
+                .zip(tls[0].as_ref())
+                .map(|(addr, (l, _))| local(l, addr)),
+        };
+        let sockets = plain
+            .into_iter()
+            .zip(tls)
+            .map(|(plain, tls)| WorkerSockets { plain, tls })
+            .collect();
+        Ok(Self {
+            live,
+            sockets,
+            addrs,
+            max_connections: restart.max_connections,
+        })
+    }
+
+    /// The addresses bound.
+    pub fn addrs(&self) -> Addrs {
+        self.addrs
+    }
+
+    /// Serves until a [`Control::Drain`] has completed or a
+    /// [`Control::Exit`] arrives. A closed `control` channel drains.
+    pub async fn run(self, mut control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
+        let Server {
+            live,
+            sockets,
+            addrs,
+            max_connections,
+        } = self;
+        log_start(&live, addrs);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let cells = live.shared.clone();
+        let served = tokio::task::spawn_blocking(move || {
+            crate::server::run_workers(sockets, cells, max_connections, stop_rx)
+        });
+        tokio::pin!(served);
+        let workers_ended = |joined: Result<io::Result<()>, tokio::task::JoinError>| {
+            joined.map_err(|_| io::Error::other("the workers' supervisor panicked"))?
+        };
+        loop {
+            tokio::select! {
+                joined = &mut served => {
+                    workers_ended(joined)?;
+                    return Ok(Stopped::Drained);
+                }
+                event = control.recv() => match event {
+                    Some(Control::Reload(reply)) => {
+                        // Reading files and compiling the rules blocks: off
+                        // this thread's event loop.
+                        let live = Arc::clone(&live);
+                        let outcome = tokio::task::spawn_blocking(move || {
+                            let outcome = live.reload();
+                            report_reload(&live, &outcome);
+                            outcome
+                        })
+                        .await;
+                        if let (Ok(outcome), Some(reply)) = (outcome, reply) {
+                            let _ = reply.send(outcome);
+                        }
+                    }
+                    Some(Control::Drain) | None => break,
+                    Some(Control::Exit) => return Ok(Stopped::Exited),
+                },
+            }
+        }
+        tracing::info!("draining connections; a second shutdown signal exits at once");
+        let _ = stop_tx.send(true);
+        loop {
+            tokio::select! {
+                joined = &mut served => {
+                    workers_ended(joined)?;
+                    tracing::info!("stopped");
+                    return Ok(Stopped::Drained);
+                }
+                event = control.recv() => match event {
+                    Some(Control::Exit) => return Ok(Stopped::Exited),
+                    Some(Control::Reload(_)) => {
+                        tracing::info!("reload ignored: draining");
+                    }
+                    Some(Control::Drain) => {}
+                    // Nobody can ask for an exit any more: wait for the drain.
+                    None => {
+                        workers_ended((&mut served).await)?;
+                        return Ok(Stopped::Drained);
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// The start-up log line: the addresses actually bound (port 0 resolved),
+/// the upstream, the rules, the certificates.
+fn log_start(live: &Live, addrs: Addrs) {
+    let config = live.config();
+    let shared = live.shared[0].load();
+    let rules = shared
+        .rules_source
+        .as_deref()
+        .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
+    let upstream = &config.upstream;
+    tracing::info!(
+        listen = %addrs.plain,
+        tls_listen = addrs.tls.map(tracing::field::display),
+        certificates = live.certs.as_ref().map(|c| c.current().loaded.len()),
+        upstream = %format_args!("{}://{}", upstream.scheme, upstream.authority),
+        rules = %rules,
+        workers = config.restart.workers,
+        "crawlgate started",
+    );
+    if let Some(certs) = &live.certs {
+        log_certificates(&certs.current());
+    }
+}
+
+/// Logs what [`certificate_notes`] says, warnings at `warn`.
+fn log_certificates(store: &CertStore) {
+    for (warning, line) in certificate_notes(store) {
+        if warning {
+            tracing::warn!("{line}");
+        } else {
+            tracing::info!("{line}");
+        }
+    }
+}
+
+fn report_reload(live: &Live, outcome: &Result<Reloaded, LoadError>) {
+    match outcome {
+        Ok(done) => {
+            for (key, running, wanted) in &done.restart_needed {
+                tracing::warn!(
+                    key,
+                    running = %running,
+                    config = %wanted,
+                    "reload: this setting changed but needs a restart; still using the running value",
+                );
+            }
+            tracing::info!(
+                certificates = done.certificates,
+                "reload: new config, rules and certificates in effect",
+            );
+            if let Some(certs) = &live.certs {
+                log_certificates(&certs.current());
+            }
+        }
+        Err(err) => tracing::error!(
+            error = %err,
+            "reload failed; the previous configuration keeps serving",
+        ),
+    }
+}

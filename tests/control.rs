@@ -1,0 +1,106 @@
+//! The library entry production runs (`crawlgate::run::Server`), driven by
+//! control events in-process: reload and drain with several workers.
+
+mod support;
+
+use std::time::Duration;
+
+use crawlgate::config::Overrides;
+use support::{get, Proxy, Upstream, GOOGLEBOT};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A reload reaches every worker: after it, fresh connections (spread by
+/// the kernel over both workers' sockets) all see the new block list; a
+/// reload with a broken file changes nothing and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_reaches_every_worker() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_with(
+        "[block]\nparams = [\"do\"]\n",
+        Overrides {
+            upstream: Some(upstream.url()),
+            workers: Some(2),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let before = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
+    assert_eq!(before.status, 200);
+
+    std::fs::write(&proxy.config_path, "[block]\nparams = [\"vote\"]\n").expect("write");
+    let done = proxy.reload().await.expect("reload succeeds");
+    assert!(done.restart_needed.is_empty(), "{:?}", done.restart_needed);
+    for _ in 0..24 {
+        let res = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
+        assert_eq!(res.status, 403, "a worker kept the old rules");
+        let res = get(proxy.addr, "example.com", "/?do=1", Some(GOOGLEBOT)).await;
+        assert_eq!(res.status, 200);
+    }
+
+    std::fs::write(&proxy.config_path, "[block]\nparams = [\"a b\"]\n").expect("write");
+    let err = proxy.reload().await.expect_err("invalid file");
+    assert!(err.to_string().contains("block.params"), "{err}");
+    let res = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 403, "a failed reload changed the running state");
+
+    // The connection cap changed on disk needs a restart: reported, and
+    // the running one kept.
+    std::fs::write(&proxy.config_path, "[limits]\nmax_connections = 5\n").expect("write");
+    let done = proxy.reload().await.expect("reload succeeds");
+    let keys: Vec<_> = done.restart_needed.iter().map(|c| c.0).collect();
+    assert_eq!(keys, ["limits.max_connections"]);
+    assert_eq!(
+        get(proxy.addr, "example.com", "/", Some(GOOGLEBOT))
+            .await
+            .status,
+        200
+    );
+    proxy.stop().await;
+}
+
+/// A drain with two workers lets a request in flight finish, refuses new
+/// connections, and returns once the connections are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_finishes_what_is_in_flight_then_returns() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_with(
+        "",
+        Overrides {
+            upstream: Some(upstream.url()),
+            workers: Some(2),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let addr = proxy.addr;
+    // A large download, read slowly: in flight when the drain starts.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    slow.write_all(
+        b"GET /download?bytes=8000000 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
+    )
+    .await
+    .expect("write");
+    let mut first = [0u8; 4096];
+    let n = slow.read(&mut first).await.expect("read");
+    assert!(first[..n].starts_with(b"HTTP/1.1 200"));
+
+    proxy.drain().await;
+    // New connections are refused once the listeners are closed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still accepting while draining"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The download in flight completes in full.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest))
+        .await
+        .expect("the download finished during the drain")
+        .expect("read");
+    let body = n + rest.len();
+    assert!(body > 8_000_000, "only {body} bytes arrived");
+    proxy.stop().await;
+}
