@@ -18,7 +18,8 @@
 //!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
 //!    An HTTP/1.1 upgrade (WebSocket) the upstream accepts with 101 is
 //!    spliced both ways by [`tunnel`] in the connection's own task.
-//! 4. One access-log event per request (target `crawlgate::access`).
+//! 4. Each request's [`observe::Outcome`] goes, when its response body is
+//!    done, to the process's one [`observe::Observer`]: the access log.
 //!
 //! # Layout
 //!
@@ -42,6 +43,7 @@ pub mod demo;
 pub mod framing;
 pub mod live;
 pub mod logging;
+pub mod observe;
 pub mod policy;
 pub mod proxy;
 pub mod query;

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use crate::config::{Config, ConfigError, Overrides};
+use crate::observe::Observer;
 use crate::server::Live as LiveShared;
 use crate::service::{SetupError, Shared};
 use crate::tls::{CertStore, Certs, TlsError};
@@ -45,10 +46,15 @@ pub struct Loaded {
 }
 
 /// Reads the config file (if any) with `overrides`, then the rules, the
-/// upstream's TLS roots and the certificate folder.
-pub fn load(path: Option<&std::path::Path>, overrides: &Overrides) -> Result<Loaded, LoadError> {
+/// upstream's TLS roots and the certificate folder; the state built
+/// reports to `observer`.
+pub fn load(
+    path: Option<&std::path::Path>,
+    overrides: &Overrides,
+    observer: &Arc<Observer>,
+) -> Result<Loaded, LoadError> {
     let config = Config::load(path, overrides)?;
-    let shared = Shared::new(&config)?;
+    let shared = Shared::new(&config, Arc::clone(observer))?;
     let certs = match &config.tls {
         Some(tls) => Some(CertStore::load(
             &tls.certs_dir,
@@ -93,16 +99,19 @@ pub struct Live {
     pub certs: Option<Arc<Certs>>,
     /// The config in effect (listen addresses are the ones bound at start).
     running: Mutex<Config>,
+    /// The process-wide part, handed to every state a reload builds.
+    pub observer: Arc<Observer>,
 }
 
 impl Live {
     /// Loads everything for the first time.
     pub fn start(config_path: Option<PathBuf>, overrides: Overrides) -> Result<Self, LoadError> {
+        let observer = Arc::new(Observer::new());
         let Loaded {
             config,
             shared,
             certs,
-        } = load(config_path.as_deref(), &overrides)?;
+        } = load(config_path.as_deref(), &overrides, &observer)?;
         let shared = per_worker(shared, config.restart.workers)
             .into_iter()
             .map(|s| Arc::new(ArcSwap::from_pointee(s)))
@@ -113,6 +122,7 @@ impl Live {
             shared,
             certs: certs.map(|c| Arc::new(Certs::new(c))),
             running: Mutex::new(config),
+            observer,
         })
     }
 
@@ -131,7 +141,7 @@ impl Live {
             config,
             shared,
             certs,
-        } = load(self.config_path.as_deref(), &self.overrides)?;
+        } = load(self.config_path.as_deref(), &self.overrides, &self.observer)?;
         let mut running = self
             .running
             .lock()

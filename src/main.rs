@@ -196,7 +196,8 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
 }
 
 fn check_config(file: &std::path::Path) -> ExitCode {
-    match crawlgate::live::load(Some(file), &Overrides::default()) {
+    let observer = Arc::new(crawlgate::observe::Observer::new());
+    match crawlgate::live::load(Some(file), &Overrides::default(), &observer) {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config

@@ -380,6 +380,13 @@ impl Upstream {
             && self.pool == old.pool
     }
 
+    /// The client's address: `peer`, or when `peer` is a trusted proxy,
+    /// the last address of `X-Forwarded-For` that is not one (see
+    /// [`client_addr`]).
+    pub fn client_addr(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        client_addr(peer, headers, &self.trusted_proxies)
+    }
+
     /// `X-Forwarded-Port` for `port`: the listen ports' values are built
     /// once, any other (port 0 bound by tests) per request.
     fn port_value(&self, port: u16) -> HeaderValue {
@@ -637,6 +644,35 @@ pub struct Rewrite<'a> {
     pub port: HeaderValue,
     /// The classification header's name.
     pub class_header: &'a HeaderName,
+}
+
+/// Who the client is, as far as the trusted proxies vouch for: from an
+/// untrusted `peer`, `peer` itself; from a trusted one, `X-Forwarded-For`
+/// read from the right (the hop nearest to us), skipping the trusted
+/// proxies, up to the first address that is not one. An entry that is not
+/// an address stops the walk at the hop that wrote it. Allocates nothing.
+pub fn client_addr(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let mut client = peer;
+    // Header lines in reverse, and entries in each from the right.
+    for value in headers.get_all(&X_FORWARDED_FOR).iter().rev() {
+        let Ok(text) = value.to_str() else {
+            return client;
+        };
+        for entry in text.rsplit(',') {
+            let Ok(ip) = entry.trim().parse::<IpAddr>() else {
+                return client;
+            };
+            client = ip;
+            if !is_trusted(&ip) {
+                return client;
+            }
+        }
+    }
+    client
 }
 
 /// Turns the client's request headers into the upstream's: hop-by-hop
@@ -1080,6 +1116,35 @@ mod tests {
         }
         assert!(map.get("forwarded").is_none());
         assert_eq!(all(&map, "host"), ["example.com"]);
+    }
+
+    #[test]
+    fn the_client_is_the_first_untrusted_hop_from_the_right() {
+        let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().expect("net")];
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        let mut h = HeaderMap::new();
+        h.append(
+            &X_FORWARDED_FOR,
+            HeaderValue::from_static("6.6.6.6, 1.2.3.4"),
+        );
+        h.append(&X_FORWARDED_FOR, HeaderValue::from_static("10.0.0.7"));
+        // An untrusted peer's header is not believed.
+        assert_eq!(client_addr(ip("9.9.9.9"), &h, &trusted), ip("9.9.9.9"));
+        // From a trusted peer: skip 10.0.0.7 (trusted), take 1.2.3.4, never
+        // the 6.6.6.6 a client could have written.
+        assert_eq!(client_addr(ip("10.0.0.1"), &h, &trusted), ip("1.2.3.4"));
+        // Garbage stops the walk at the hop that wrote it.
+        let mut junk = HeaderMap::new();
+        junk.append(
+            &X_FORWARDED_FOR,
+            HeaderValue::from_static("1.2.3.4, nonsense, 10.0.0.9"),
+        );
+        assert_eq!(client_addr(ip("10.0.0.1"), &junk, &trusted), ip("10.0.0.9"));
+        // A trusted peer without the header is the client.
+        assert_eq!(
+            client_addr(ip("10.0.0.1"), &HeaderMap::new(), &trusted),
+            ip("10.0.0.1")
+        );
     }
 
     #[test]

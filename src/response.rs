@@ -4,8 +4,6 @@
 //! Synthetic bodies are static or prebuilt [`Bytes`]; nothing here formats
 //! per request except what the caller passes in (a Location, a robots body).
 
-use std::convert::Infallible;
-
 use bytes::Bytes;
 use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION};
 use http::{Response, StatusCode};
@@ -15,9 +13,6 @@ use crate::proxy::ResponseBody;
 
 /// The body of every response: streamed from the upstream, or ours in full.
 pub type Body = Either<ResponseBody, Full<Bytes>>;
-
-/// The result type of the service: every failure is already a response.
-pub type ServiceResult = Result<Response<Body>, Infallible>;
 
 const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");

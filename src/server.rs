@@ -605,14 +605,14 @@ pin_project_lite::pin_project! {
     /// A response body that keeps its stream counted while it is sent.
     struct Tracked {
         #[pin]
-        body: crate::response::Body,
+        body: crate::observe::Observed,
         stream: StreamGuard,
     }
 }
 
 impl hyper::body::Body for Tracked {
     type Data = bytes::Bytes;
-    type Error = <crate::response::Body as hyper::body::Body>::Error;
+    type Error = <crate::observe::Observed as hyper::body::Body>::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,

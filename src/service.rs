@@ -2,9 +2,11 @@
 //!
 //! [`handle`] gathers the [`Facts`] of a request, asks [`policy::decide`],
 //! and carries the [`Decision`] out: a synthetic response from
-//! [`response`], or [`Upstream::forward`]. It writes the access-log event.
+//! [`response`], or [`Upstream::forward`]. It fills in the request's
+//! [`Outcome`], which its response body hands to the observer.
 //! It is the only module where policy, proxy and responses meet.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,15 +26,13 @@ use crate::classify::{Classifier, UaClass};
 use crate::config::{Config, Limits};
 use crate::framing;
 use crate::logging::LogLimiter;
+use crate::observe::{Observed, Observer, Outcome, Pending, RequestLine, Route, Side};
 use crate::policy::{self, Decision, Facts, Policy};
 use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
-use crate::response::{self, Body, ServiceResult};
+use crate::response::{self, Body};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
 use crate::tunnel::{Tunnel, UpgradeSlot};
-
-/// Longest path or host written to the access log, in bytes.
-const LOG_FIELD_MAX: usize = 256;
 
 /// What a reload replaces, built from a [`Config`]: everything a request
 /// needs, and the settings a connection takes when it is accepted
@@ -61,6 +61,8 @@ pub struct Shared {
     pub hsts: Option<HeaderValue>,
     /// What a connection takes when it is accepted and keeps for its life.
     pub conn: ConnSettings,
+    /// The process-wide observer (the same one across reloads).
+    pub observer: Arc<Observer>,
 }
 
 /// The settings of a connection, taken when it is accepted: a reload
@@ -90,8 +92,9 @@ pub enum SetupError {
 }
 
 impl Shared {
-    /// Loads the rules and builds the request-path state for `config`.
-    pub fn new(config: &Config) -> Result<Self, SetupError> {
+    /// Loads the rules and builds the request-path state for `config`,
+    /// reporting to `observer`.
+    pub fn new(config: &Config, observer: Arc<Observer>) -> Result<Self, SetupError> {
         let lists = match &config.rules_dir {
             Some(dir) => RuleLists::from_dir(dir)?,
             None => RuleLists::embedded(),
@@ -121,6 +124,7 @@ impl Shared {
                 http2_idle_timeout: config.proxy.http2_idle_timeout,
                 websocket_idle_timeout: config.proxy.websocket_idle_timeout,
             },
+            observer,
         })
     }
 }
@@ -139,6 +143,7 @@ impl Shared {
             limits: self.limits.clone(),
             hsts: self.hsts.clone(),
             conn: self.conn,
+            observer: Arc::clone(&self.observer),
         }
     }
 
@@ -165,41 +170,56 @@ pub struct ConnInfo {
 /// Serves one request that arrived on `conn`, over HTTP/1 or HTTP/2 alike.
 /// `upgrades` is the HTTP/1 connection's slot for a tunnel: a forwarded
 /// upgrade request whose upstream answers 101 leaves its two halves there
-/// (`None` on HTTP/2, which does not upgrade).
+/// (`None` on HTTP/2, which does not upgrade). The response body carries
+/// the request's [`Outcome`] to the observer when it is done.
 pub async fn handle(
     shared: Arc<Shared>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     req: Request<Incoming>,
-) -> ServiceResult {
+) -> Result<Response<Observed>, Infallible> {
+    let start = Instant::now();
     let version = req.version();
-    let hsts = (conn.scheme == "https")
-        .then(|| shared.hsts.clone())
-        .flatten();
-    let mut res = respond(shared, conn, upgrades, req).await?;
+    let tls = conn.scheme == "https";
+    let outcome = Outcome {
+        client: shared.upstream.client_addr(conn.peer.ip(), req.headers()),
+        request: shared.access_log.then(|| RequestLine::of(&req)),
+        version,
+        tls,
+        verdict: None,
+        route: Route::Reject,
+        status: StatusCode::OK,
+        bytes_in: declared_length(&req).unwrap_or(0),
+        bytes_out: 0,
+        upstream_time: None,
+        total_time: Duration::ZERO,
+        error: None,
+    };
+    let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
+    let mut res = respond(&shared, conn, upgrades, req, pending.outcome()).await;
+    pending.outcome().status = res.status();
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);
     }
-    if let Some(hsts) = hsts {
+    if let (true, Some(hsts)) = (tls, &shared.hsts) {
         res.headers_mut()
             .entry(STRICT_TRANSPORT_SECURITY)
-            .or_insert(hsts);
+            .or_insert_with(|| hsts.clone());
     }
-    Ok(res)
+    Ok(res.map(|body| Observed::new(body, pending)))
 }
 
 async fn respond(
-    shared: Arc<Shared>,
+    shared: &Arc<Shared>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     mut req: Request<Incoming>,
-) -> ServiceResult {
-    let start = Instant::now();
+    outcome: &mut Outcome,
+) -> Response<Body> {
     let scheme = conn.scheme;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
-        log_access(&shared, &req, &res, None, "reject", None, start);
-        return Ok(res);
+        return res;
     }
 
     let authority = authority(req.uri(), req.headers().get(HOST));
@@ -212,20 +232,27 @@ async fn respond(
         user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
     };
     let (verdict, decision) = policy::decide(&facts, &shared.policy);
-    let class = Some(verdict.class);
-    let label = decision.as_str();
+    outcome.verdict = Some((verdict.class, verdict.reason));
 
-    let res = match decision {
-        Decision::Block { .. } => finish_early(&req, response::blocked()),
-        Decision::Redirect { status, location } => match HeaderValue::try_from(location) {
-            Ok(location) => finish_early(&req, response::redirect(status, location)),
-            Err(_) => finish_early(&req, response::bad_request()),
-        },
+    match decision {
+        Decision::Block { .. } => {
+            outcome.route = Route::Block;
+            finish_early(&req, response::blocked())
+        }
+        Decision::Redirect { status, location } => {
+            outcome.route = Route::Redirect;
+            match HeaderValue::try_from(location) {
+                Ok(location) => finish_early(&req, response::redirect(status, location)),
+                Err(_) => finish_early(&req, response::bad_request()),
+            }
+        }
         Decision::ServeRobots => {
+            outcome.route = Route::Robots;
             let body = shared.robots.body(scheme, authority);
             finish_early(&req, response::robots(body))
         }
         Decision::Forward => {
+            outcome.route = Route::Forward;
             // An upgrade (WebSocket) passed the policy like any request;
             // the client's half is taken before the request moves on.
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
@@ -237,24 +264,19 @@ async fn respond(
                 }
                 _ => None,
             };
-            return forward(shared, conn, req, verdict.class, start, upgrade).await;
+            forward(shared, conn, req, verdict.class, upgrade, outcome).await
         }
-    };
-    log_access(&shared, &req, &res, class, label, None, start);
-    Ok(res)
+    }
 }
 
 async fn forward(
-    shared: Arc<Shared>,
+    shared: &Shared,
     conn: ConnInfo,
     req: Request<Incoming>,
     class: UaClass,
-    start: Instant,
     upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
-) -> ServiceResult {
-    // What the access log needs, kept (refcounted, not copied) before the
-    // request moves upstream.
-    let fields = shared.access_log.then(|| AccessFields::of(&req));
+    outcome: &mut Outcome,
+) -> Response<Body> {
     let client = ClientInfo {
         peer: conn.peer.ip(),
         port: conn.local_port,
@@ -262,9 +284,10 @@ async fn forward(
         class,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
+    let sent = Instant::now();
     let result = shared.upstream.forward(req, client, protocol).await;
-    let upstream_time = start.elapsed();
-    let res = match result {
+    outcome.upstream_time = Some(sent.elapsed());
+    match result {
         Ok(mut res) => {
             if res.status() == StatusCode::SWITCHING_PROTOCOLS {
                 // `Upstream::forward` answers 101 only to an upgrade
@@ -283,20 +306,16 @@ async fn forward(
         }
         Err(err) => {
             let res = error_response(&err);
-            log_upstream_failure(&shared, &err, res.status());
+            let side = if err.upstream_cause().is_some() {
+                Side::Upstream
+            } else {
+                Side::Client
+            };
+            outcome.error = Some((err.kind(), side));
+            log_upstream_failure(shared, &err, res.status());
             res
         }
-    };
-    if let Some(fields) = fields {
-        fields.emit(
-            res.status(),
-            Some(class),
-            "forward",
-            Some(upstream_time),
-            start,
-        );
     }
-    Ok(res)
 }
 
 /// At most this many upstream-failure warnings a second; the next one
@@ -361,15 +380,18 @@ fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<
         return Some(response::close(response::uri_too_long()));
     }
     if let Some(max) = limits.max_body_bytes {
-        let declared = req
-            .headers()
-            .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|len| len > max) {
+        if declared_length(req).is_some_and(|len| len > max) {
             return Some(response::close(response::payload_too_large()));
         }
     }
     None
+}
+
+/// The request body's length as `Content-Length` declares it.
+fn declared_length(req: &Request<Incoming>) -> Option<u64> {
+    req.headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
 }
 
 /// A response sent without reading the request body: if the request may
@@ -386,70 +408,6 @@ fn finish_early(req: &Request<Incoming>, res: Response<Body>) -> Response<Body> 
     } else {
         res
     }
-}
-
-fn log_access(
-    shared: &Shared,
-    req: &Request<Incoming>,
-    res: &Response<Body>,
-    class: Option<UaClass>,
-    decision: &'static str,
-    upstream: Option<Duration>,
-    start: Instant,
-) {
-    if shared.access_log {
-        AccessFields::of(req).emit(res.status(), class, decision, upstream, start);
-    }
-}
-
-/// The request side of an access-log event.
-struct AccessFields {
-    method: Method,
-    uri: Uri,
-    host: Option<HeaderValue>,
-}
-
-impl AccessFields {
-    fn of(req: &Request<Incoming>) -> Self {
-        Self {
-            method: req.method().clone(),
-            uri: req.uri().clone(),
-            host: req.headers().get(HOST).cloned(),
-        }
-    }
-
-    fn emit(
-        &self,
-        status: StatusCode,
-        class: Option<UaClass>,
-        decision: &'static str,
-        upstream: Option<Duration>,
-        start: Instant,
-    ) {
-        let host = authority(&self.uri, self.host.as_ref()).unwrap_or("-");
-        tracing::info!(
-            target: "crawlgate::access",
-            method = %self.method,
-            host = truncate(host),
-            path = truncate(self.uri.path()),
-            query = self.uri.query().map(truncate),
-            status = status.as_u16(),
-            class = class.map_or("-", UaClass::as_str),
-            decision,
-            upstream_ms = upstream.map(millis),
-            total_ms = millis(start.elapsed()),
-        );
-    }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Cuts a field for the log. Only visible ASCII reaches here (what `Uri`
-/// and `HeaderValue::to_str` guarantee), so a byte cut is a char cut.
-fn truncate(s: &str) -> &str {
-    s.get(..LOG_FIELD_MAX).unwrap_or(s)
 }
 
 /// Displays an error with its sources, `a: b: c`.

@@ -1,0 +1,307 @@
+//! What crawlgate saw, in one place: each request's [`Outcome`], handed
+//! to the one [`Observer`] that writes the access log (and counts it).
+//!
+//! The observer belongs to the process: it is created once, at start, and
+//! every state a reload builds holds the same `Arc` of it, so what it
+//! keeps outlives reloads. The record is finished when the response body
+//! has been sent (or the exchange ended), so it carries the bytes sent and
+//! the total time; [`Observed`] is the response body that does that.
+
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, HOST, REFERER, USER_AGENT};
+use http::{Method, Request, StatusCode, Uri, Version};
+use hyper::body::{Frame, Incoming, SizeHint};
+use tokio::time::Instant;
+
+use crate::classify::{Reason, UaClass};
+use crate::response::Body;
+use crate::service::Shared;
+
+/// Longest path, host or header text written to the access log, in bytes.
+const LOG_FIELD_MAX: usize = 256;
+
+/// What was done with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Forwarded to the upstream.
+    Forward,
+    /// A robot's action URL: 403.
+    Block,
+    /// The canonical address: 301/308.
+    Redirect,
+    /// The synthesized robots.txt.
+    Robots,
+    /// Refused before any decision (bad framing, too long, CONNECT).
+    Reject,
+}
+
+impl Route {
+    /// Every route, in label order.
+    pub const ALL: [Route; 5] = [
+        Route::Forward,
+        Route::Block,
+        Route::Redirect,
+        Route::Robots,
+        Route::Reject,
+    ];
+
+    /// The label: `forward`, `block`, `redirect`, `robots`, `reject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Forward => "forward",
+            Route::Block => "block",
+            Route::Redirect => "redirect",
+            Route::Robots => "robots",
+            Route::Reject => "reject",
+        }
+    }
+}
+
+/// Which side made an exchange fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The client (a broken or oversized request body).
+    Client,
+    /// The upstream (refused, timed out, broke off).
+    Upstream,
+}
+
+impl Side {
+    /// `client` or `upstream`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Upstream => "upstream",
+        }
+    }
+}
+
+/// The request as the access log shows it (kept only when it is on; every
+/// field is a reference-counted view of what hyper parsed, not a copy).
+#[derive(Debug)]
+pub struct RequestLine {
+    /// When the request arrived (wall clock, for the log's timestamp).
+    pub time: SystemTime,
+    /// The method.
+    pub method: Method,
+    /// The request-target.
+    pub uri: Uri,
+    /// The Host header.
+    pub host: Option<HeaderValue>,
+    /// The User-Agent header.
+    pub user_agent: Option<HeaderValue>,
+    /// The Referer header.
+    pub referer: Option<HeaderValue>,
+}
+
+impl RequestLine {
+    /// The parts of `req` the log shows.
+    pub fn of(req: &Request<Incoming>) -> Self {
+        let headers = req.headers();
+        Self {
+            time: SystemTime::now(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            host: headers.get(HOST).cloned(),
+            user_agent: headers.get(USER_AGENT).cloned(),
+            referer: headers.get(REFERER).cloned(),
+        }
+    }
+
+    /// The host asked for: the request-target's authority, or the Host
+    /// header when it is text.
+    pub fn host(&self) -> Option<&str> {
+        self.uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| self.host.as_ref().and_then(|h| h.to_str().ok()))
+    }
+}
+
+/// One request's outcome: every field the access log and the metrics use.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The client: the peer, or the address a trusted proxy forwarded for.
+    pub client: IpAddr,
+    /// The request, when the access log is on.
+    pub request: Option<RequestLine>,
+    /// The protocol version.
+    pub version: Version,
+    /// Over TLS.
+    pub tls: bool,
+    /// The User-Agent's class and the rule that decided (`None` when the
+    /// request was refused before classification).
+    pub verdict: Option<(UaClass, Reason)>,
+    /// What was done.
+    pub route: Route,
+    /// The status sent.
+    pub status: StatusCode,
+    /// Request body bytes declared by `Content-Length` (0 if none).
+    pub bytes_in: u64,
+    /// Response body bytes sent.
+    pub bytes_out: u64,
+    /// Until the upstream's response head, when forwarded.
+    pub upstream_time: Option<Duration>,
+    /// Until the response body was done.
+    pub total_time: Duration,
+    /// Why the exchange failed, and on which side.
+    pub error: Option<(&'static str, Side)>,
+}
+
+/// The process-wide observer: created once, shared by every state a
+/// reload builds.
+#[derive(Debug, Default)]
+pub struct Observer {}
+
+impl Observer {
+    /// A new observer.
+    pub fn new() -> Self {
+        Self {}
+    }
+
+    /// Takes one finished request.
+    pub fn record(&self, shared: &Shared, outcome: &Outcome) {
+        if let Some(request) = &outcome.request {
+            let rule = outcome
+                .verdict
+                .map(|(_, reason)| shared.policy.classifier.explain(reason));
+            tracing::info!(
+                target: "crawlgate::access",
+                client = %outcome.client,
+                method = %request.method,
+                host = truncate(request.host().unwrap_or("-")),
+                path = truncate(request.uri.path()),
+                query = request.uri.query().map(truncate),
+                status = outcome.status.as_u16(),
+                class = outcome.verdict.map_or("-", |(class, _)| class.as_str()),
+                rule = rule.as_deref().map(truncate),
+                decision = outcome.route.as_str(),
+                bytes = outcome.bytes_out,
+                upstream_ms = outcome.upstream_time.map(millis),
+                total_ms = millis(outcome.total_time),
+                error = outcome.error.map(|(kind, _)| kind),
+            );
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Cuts a field for the log at a character boundary.
+pub fn truncate(s: &str) -> &str {
+    if s.len() <= LOG_FIELD_MAX {
+        return s;
+    }
+    let mut end = LOG_FIELD_MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// An outcome waiting for its response body to finish.
+#[derive(Debug)]
+pub struct Pending {
+    shared: Arc<Shared>,
+    outcome: Outcome,
+    start: Instant,
+}
+
+impl Pending {
+    /// Starts the record of a request that arrived at `start`.
+    pub fn new(shared: Arc<Shared>, outcome: Outcome, start: Instant) -> Self {
+        Self {
+            shared,
+            outcome,
+            start,
+        }
+    }
+
+    /// The record, to fill in as the request goes on.
+    pub fn outcome(&mut self) -> &mut Outcome {
+        &mut self.outcome
+    }
+
+    fn finish(mut self) {
+        self.outcome.total_time = self.start.elapsed();
+        self.shared.observer.record(&self.shared, &self.outcome);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that counts what it sends and hands the outcome to
+    /// the observer when it is done, fails, or is dropped (the client went
+    /// away).
+    pub struct Observed {
+        #[pin]
+        body: Body,
+        pending: Option<Pending>,
+    }
+
+    impl PinnedDrop for Observed {
+        fn drop(this: Pin<&mut Self>) {
+            if let Some(pending) = this.project().pending.take() {
+                pending.finish();
+            }
+        }
+    }
+}
+
+impl Observed {
+    /// `body`, observed for `pending`.
+    pub fn new(body: Body, pending: Pending) -> Self {
+        Self {
+            body,
+            pending: Some(pending),
+        }
+    }
+}
+
+impl hyper::body::Body for Observed {
+    type Data = Bytes;
+    type Error = <Body as hyper::body::Body>::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        let polled = this.body.poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(data), Some(pending)) = (frame.data_ref(), this.pending.as_mut()) {
+                    pending.outcome.bytes_out += data.len() as u64;
+                }
+            }
+            Poll::Ready(Some(Err(_))) => {
+                if let Some(mut pending) = this.pending.take() {
+                    pending.outcome.error = Some(("upstream-body", Side::Upstream));
+                    pending.finish();
+                }
+            }
+            Poll::Ready(None) => {
+                if let Some(pending) = this.pending.take() {
+                    pending.finish();
+                }
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
