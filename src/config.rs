@@ -114,6 +114,9 @@ pub struct RawConfig {
     /// `[limits]`
     #[serde(default)]
     pub limits: RawLimits,
+    /// `[admin]`
+    #[serde(default)]
+    pub admin: RawAdmin,
     /// `[tls]`
     #[serde(default)]
     pub tls: RawTls,
@@ -231,8 +234,29 @@ pub struct RawRobots {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLog {
-    /// Emit one access-log event per request.
+    /// Write one access-log line per request.
     pub access: Option<bool>,
+    /// `combined` or `json`.
+    pub format: Option<String>,
+    /// The access-log file (default: standard error).
+    pub file: Option<PathBuf>,
+}
+
+/// `[admin]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    /// Address of the metrics and health listener (off when absent).
+    pub listen: Option<String>,
+}
+
+/// How access-log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Apache/nginx `combined`, then crawlgate's fields.
+    Combined,
+    /// One JSON object per line with every field of the outcome.
+    Json,
 }
 
 /// Command-line values that override the file.
@@ -250,6 +274,8 @@ pub struct Overrides {
     pub tls_listen: Option<String>,
     /// `--certs`
     pub certs_dir: Option<PathBuf>,
+    /// `--admin-listen`
+    pub admin_listen: Option<String>,
     /// `proxy.workers` (tests and the demo pick their own count).
     pub workers: Option<usize>,
 }
@@ -275,8 +301,10 @@ pub struct Config {
     pub robots_disallow: Vec<String>,
     /// Extra robots.txt lines.
     pub robots_extra: Vec<String>,
-    /// Emit access-log events.
+    /// Write access-log lines.
     pub access_log: bool,
+    /// Their format.
+    pub log_format: LogFormat,
     /// Resource limits.
     pub limits: Limits,
     /// The HTTPS listener, if any.
@@ -300,21 +328,31 @@ pub struct Restart {
     /// Concurrent client connections across the workers; more wait in the
     /// listen backlog.
     pub max_connections: usize,
+    /// The admin listener (metrics, health), when on.
+    pub admin_listen: Option<SocketAddr>,
+    /// The access-log file; `None` = standard error.
+    pub log_file: Option<PathBuf>,
 }
 
 impl Restart {
     /// Every setting with its key, as an operator would write it: the one
     /// list [`Config::restart_needed`] compares.
-    fn entries(&self) -> [(&'static str, String); 5] {
-        let tls_listen = self
-            .tls_listen
-            .map_or_else(|| "none".to_owned(), |a| a.to_string());
+    fn entries(&self) -> [(&'static str, String); 7] {
+        let none = || "none".to_owned();
+        let tls_listen = self.tls_listen.map_or_else(none, |a| a.to_string());
+        let admin_listen = self.admin_listen.map_or_else(none, |a| a.to_string());
+        let log_file = self
+            .log_file
+            .as_ref()
+            .map_or_else(|| "stderr".to_owned(), |p| p.display().to_string());
         [
             ("listen", self.listen.to_string()),
             ("tls.listen", tls_listen),
             ("tls.http2", self.tls_http2.to_string()),
             ("proxy.workers", self.workers.to_string()),
             ("limits.max_connections", self.max_connections.to_string()),
+            ("admin.listen", admin_listen),
+            ("log.file", log_file),
         ]
     }
 }
@@ -447,6 +485,7 @@ impl Config {
             robots,
             log,
             limits,
+            admin,
             tls,
         } = raw;
         let RawProxy {
@@ -473,7 +512,39 @@ impl Config {
             hosts,
         } = redirect;
         let RawRobots { disallow, extra } = robots;
-        let RawLog { access } = log;
+        let RawLog {
+            access,
+            format,
+            file: log_file,
+        } = log;
+        let log_format = match format.as_deref().unwrap_or("combined") {
+            "combined" => LogFormat::Combined,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(invalid(
+                    "log.format",
+                    format!("{other:?} is not one of \"combined\", \"json\""),
+                ))
+            }
+        };
+        if log_file.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
+            return Err(invalid(
+                "log.file",
+                "is empty (leave it out for standard error)",
+            ));
+        }
+        let RawAdmin {
+            listen: admin_listen,
+        } = admin;
+        let admin_listen = match overrides.admin_listen.clone().or(admin_listen) {
+            None => None,
+            Some(a) => Some(a.parse::<SocketAddr>().map_err(|_| {
+                invalid(
+                    "admin.listen",
+                    format!("{a:?} is not an address like 127.0.0.1:9090"),
+                )
+            })?),
+        };
         let RawLimits {
             max_header_bytes,
             max_headers,
@@ -597,6 +668,8 @@ impl Config {
             tls_http2: tls.as_ref().is_some_and(|(_, http2, _)| *http2),
             workers,
             max_connections,
+            admin_listen,
+            log_file,
         };
         let tls = tls.map(|(_, _, tls)| tls);
 
@@ -681,6 +754,7 @@ impl Config {
             robots_disallow,
             robots_extra,
             access_log: access.unwrap_or(true),
+            log_format,
             limits,
             tls,
         })
@@ -819,6 +893,7 @@ impl RawConfig {
             self.rules_dir.as_mut(),
             Some(tls_certs),
             self.proxy.upstream_ca.as_mut(),
+            self.log.file.as_mut(),
         ]
         .into_iter()
         .flatten()
@@ -1188,6 +1263,9 @@ mod tests {
             "extra",
             "[log]",
             "access",
+            "format",
+            "file",
+            "[admin]",
             "h2c",
             "http2_idle_timeout",
             "websocket_idle_timeout",

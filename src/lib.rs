@@ -36,6 +36,8 @@
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
+pub mod access_log;
+pub mod admin;
 pub mod canonical;
 pub mod classify;
 pub mod config;
@@ -43,6 +45,7 @@ pub mod demo;
 pub mod framing;
 pub mod live;
 pub mod logging;
+pub mod metrics;
 pub mod observe;
 pub mod policy;
 pub mod proxy;

@@ -33,6 +33,9 @@ pub enum LoadError {
     /// The certificate folder (`FILE: problem`).
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The access-log file cannot be opened.
+    #[error("log.file: {0}")]
+    Log(std::io::Error),
 }
 
 /// Everything one load produced.
@@ -112,6 +115,9 @@ impl Live {
             shared,
             certs,
         } = load(config_path.as_deref(), &overrides, &observer)?;
+        observer
+            .start_log(config.restart.log_file.as_deref())
+            .map_err(LoadError::Log)?;
         let shared = per_worker(shared, config.restart.workers)
             .into_iter()
             .map(|s| Arc::new(ArcSwap::from_pointee(s)))

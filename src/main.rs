@@ -55,6 +55,9 @@ struct RunArgs {
     /// Certificate folder for HTTPS (see certs/README.md) [default: certs]
     #[arg(long, value_name = "DIR")]
     certs: Option<PathBuf>,
+    /// Address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090 [default: none]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
+    admin_listen: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -115,6 +118,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         rules_dir: args.rules,
         tls_listen: args.tls_listen,
         certs_dir: args.certs,
+        admin_listen: args.admin_listen,
         workers: None,
     };
     let live = match Live::start(args.config, overrides) {
@@ -267,9 +271,10 @@ fn init_tracing() {
 }
 
 /// The proxy's signals, as [`Control`] events: SIGHUP reloads; the first
-/// SIGTERM or SIGINT drains; a second one exits at once. SIGUSR1 and
-/// SIGUSR2 are caught and logged, so that a logrotate script sending them
-/// cannot kill the process (their default action).
+/// SIGTERM or SIGINT drains; a second one exits at once; SIGUSR1 reopens
+/// the access log (logrotate's convention). SIGUSR2 is caught and logged,
+/// so that a script sending it cannot kill the process (its default
+/// action).
 struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
@@ -300,10 +305,7 @@ impl Signals {
                 _ = self.term.recv() => stop(&mut stopping),
                 _ = self.int.recv() => stop(&mut stopping),
                 _ = self.hup.recv() => Control::Reload(None),
-                _ = self.usr1.recv() => {
-                    ignored("SIGUSR1");
-                    continue;
-                }
+                _ = self.usr1.recv() => Control::ReopenLogs,
                 _ = self.usr2.recv() => {
                     ignored("SIGUSR2");
                     continue;
@@ -327,13 +329,9 @@ fn stop(stopping: &mut bool) -> Control {
     }
 }
 
-/// A signal with no meaning yet (logs go to stderr, so there is no log
-/// file to reopen): logged, never fatal.
+/// A signal with no meaning: logged, never fatal.
 fn ignored(signal: &str) {
-    tracing::info!(
-        signal,
-        "signal ignored: crawlgate has no log file to reopen (logs go to stderr)"
-    );
+    tracing::info!(signal, "signal ignored: it has no meaning to crawlgate");
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C): the demo's shutdown.

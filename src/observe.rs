@@ -1,5 +1,6 @@
 //! What crawlgate saw, in one place: each request's [`Outcome`], handed
-//! to the one [`Observer`] that writes the access log (and counts it).
+//! to the one [`Observer`] that counts it in the metrics and writes it to
+//! the access log.
 //!
 //! The observer belongs to the process: it is created once, at start, and
 //! every state a reload builds holds the same `Arc` of it, so what it
@@ -8,8 +9,10 @@
 //! the total time; [`Observed`] is the response body that does that.
 
 use std::net::IpAddr;
+use std::path::Path;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
@@ -19,7 +22,9 @@ use http::{Method, Request, StatusCode, Uri, Version};
 use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
+use crate::access_log::AccessLog;
 use crate::classify::{Reason, UaClass};
+use crate::metrics::{InFlight, Metrics};
 use crate::response::Body;
 use crate::service::Shared;
 
@@ -155,39 +160,114 @@ pub struct Outcome {
 }
 
 /// The process-wide observer: created once, shared by every state a
-/// reload builds.
+/// reload builds. It holds the metrics, the health the admin listener
+/// reports, and the access log's queue.
 #[derive(Debug, Default)]
-pub struct Observer {}
+pub struct Observer {
+    /// Every metric.
+    pub metrics: Arc<Metrics>,
+    /// What `/readyz` reports.
+    pub health: Health,
+    log: OnceLock<AccessLog>,
+}
 
 impl Observer {
-    /// A new observer.
+    /// An observer without an access log yet.
     pub fn new() -> Self {
-        Self {}
+        Self::default()
     }
 
-    /// Takes one finished request.
-    pub fn record(&self, shared: &Shared, outcome: &Outcome) {
-        if let Some(request) = &outcome.request {
-            let rule = outcome
-                .verdict
-                .map(|(_, reason)| shared.policy.classifier.explain(reason));
-            tracing::info!(
-                target: "crawlgate::access",
-                client = %outcome.client,
-                method = %request.method,
-                host = truncate(request.host().unwrap_or("-")),
-                path = truncate(request.uri.path()),
-                query = request.uri.query().map(truncate),
-                status = outcome.status.as_u16(),
-                class = outcome.verdict.map_or("-", |(class, _)| class.as_str()),
-                rule = rule.as_deref().map(truncate),
-                decision = outcome.route.as_str(),
-                bytes = outcome.bytes_out,
-                upstream_ms = outcome.upstream_time.map(millis),
-                total_ms = millis(outcome.total_time),
-                error = outcome.error.map(|(kind, _)| kind),
-            );
+    /// Opens the access log (`None` = standard error) and starts its
+    /// writer; once per process.
+    pub fn start_log(&self, file: Option<&Path>) -> std::io::Result<()> {
+        if self.log.get().is_some() {
+            return Ok(());
         }
+        let log = AccessLog::start(file, Arc::clone(&self.metrics))?;
+        let _ = self.log.set(log);
+        Ok(())
+    }
+
+    /// Has the access log's writer open its file again (SIGUSR1).
+    pub fn reopen_log(&self) {
+        if let Some(log) = self.log.get() {
+            log.reopen();
+        }
+    }
+
+    /// Takes one finished request: counted, and queued for the log.
+    pub fn record(&self, shared: &Shared, outcome: Outcome) {
+        shared
+            .counters
+            .count(outcome.route, outcome.verdict, outcome.status.as_u16());
+        if outcome.request.is_none() {
+            return;
+        }
+        if let Some(log) = self.log.get() {
+            if !log.send(outcome, shared.log_format, Arc::clone(&shared.policy)) {
+                self.metrics.log_line_dropped();
+            }
+        }
+    }
+}
+
+/// What readiness depends on, updated as the process goes.
+#[derive(Debug)]
+pub struct Health {
+    epoch: Instant,
+    serving: AtomicBool,
+    draining: AtomicBool,
+    /// Milliseconds after `epoch` (+1) of the upstream's last answer; 0 =
+    /// never.
+    upstream_seen: AtomicU64,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            serving: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            upstream_seen: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Health {
+    /// The listeners are bound and the workers serve.
+    pub fn set_serving(&self) {
+        self.serving.store(true, Ordering::Release);
+    }
+
+    /// A drain has started: not ready any more.
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// The upstream answered (a response head, or a connection made).
+    /// Stores at most every 100 ms, so workers do not fight over the line.
+    pub fn upstream_answered(&self) {
+        let now = crate::proxy::millis_since(self.epoch) + 1;
+        if now.saturating_sub(self.upstream_seen.load(Ordering::Relaxed)) >= 100 {
+            self.upstream_seen.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the process is not ready, if it is not, upstream aside.
+    pub fn not_ready(&self) -> Option<&'static str> {
+        if self.draining.load(Ordering::Acquire) {
+            Some("draining")
+        } else if !self.serving.load(Ordering::Acquire) {
+            Some("listeners not bound yet")
+        } else {
+            None
+        }
+    }
+
+    /// The upstream answered within `window`.
+    pub fn upstream_fresh(&self, window: Duration) -> bool {
+        let seen = self.upstream_seen.load(Ordering::Relaxed);
+        seen != 0 && crate::proxy::millis_since(self.epoch) + 1 - seen <= millis(window)
     }
 }
 
@@ -211,7 +291,10 @@ pub fn truncate(s: &str) -> &str {
 #[derive(Debug)]
 pub struct Pending {
     shared: Arc<Shared>,
-    outcome: Outcome,
+    /// The record, filled in as the request goes on.
+    pub outcome: Outcome,
+    /// Counts the request in flight upstream until the body is done.
+    pub in_flight: Option<InFlight>,
     start: Instant,
 }
 
@@ -221,18 +304,16 @@ impl Pending {
         Self {
             shared,
             outcome,
+            in_flight: None,
             start,
         }
     }
 
-    /// The record, to fill in as the request goes on.
-    pub fn outcome(&mut self) -> &mut Outcome {
-        &mut self.outcome
-    }
-
     fn finish(mut self) {
         self.outcome.total_time = self.start.elapsed();
-        self.shared.observer.record(&self.shared, &self.outcome);
+        drop(self.in_flight.take());
+        let shared = self.shared;
+        shared.observer.record(&shared, self.outcome);
     }
 }
 

@@ -36,6 +36,8 @@ pub enum Control {
     /// Return [`Stopped::Exited`] at once, without draining: the caller
     /// ends the process.
     Exit,
+    /// Open the access-log file again by name (after logrotate moved it).
+    ReopenLogs,
 }
 
 /// How [`Server::run`] ended.
@@ -55,6 +57,8 @@ pub struct Addrs {
     pub plain: SocketAddr,
     /// HTTPS, when configured.
     pub tls: Option<SocketAddr>,
+    /// The admin listener, when configured.
+    pub admin: Option<SocketAddr>,
 }
 
 /// Why the listeners could not be set up.
@@ -78,6 +82,7 @@ pub enum BindError {
 pub struct Server {
     live: Arc<Live>,
     sockets: Vec<WorkerSockets>,
+    admin: Option<std::net::TcpListener>,
     addrs: Addrs,
     max_connections: usize,
 }
@@ -104,6 +109,15 @@ impl Server {
                 }
                 _ => std::iter::repeat_with(|| None).take(plain.len()).collect(),
             };
+        let admin = match restart.admin_listen {
+            Some(addr) => {
+                let listener = std::net::TcpListener::bind(addr)
+                    .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                    .map_err(|source| BindError::Listen { addr, source })?;
+                Some(listener)
+            }
+            None => None,
+        };
         let local = |l: &std::net::TcpListener, configured: SocketAddr| {
             l.local_addr().unwrap_or(configured)
         };
@@ -113,6 +127,10 @@ impl Server {
                 .tls_listen
                 .zip(tls[0].as_ref())
                 .map(|(addr, (l, _))| local(l, addr)),
+            admin: restart
+                .admin_listen
+                .zip(admin.as_ref())
+                .map(|(addr, l)| local(l, addr)),
         };
         let sockets = plain
             .into_iter()
@@ -122,6 +140,7 @@ impl Server {
         Ok(Self {
             live,
             sockets,
+            admin,
             addrs,
             max_connections: restart.max_connections,
         })
@@ -138,16 +157,30 @@ impl Server {
         let Server {
             live,
             sockets,
+            admin,
             addrs,
             max_connections,
         } = self;
         log_start(&live, addrs);
+        let observer = Arc::clone(&live.observer);
+        // Served on this thread, apart from the workers; ends with `run`.
+        let _admin = match admin {
+            Some(listener) => {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                Some(AbortOnDrop(tokio::spawn(crate::admin::serve(
+                    listener,
+                    Arc::clone(&live),
+                ))))
+            }
+            None => None,
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let cells = live.shared.clone();
         let served = tokio::task::spawn_blocking(move || {
             crate::server::run_workers(sockets, cells, max_connections, stop_rx)
         });
         tokio::pin!(served);
+        observer.health.set_serving();
         let workers_ended = |joined: Result<io::Result<()>, tokio::task::JoinError>| {
             joined.map_err(|_| io::Error::other("the workers' supervisor panicked"))?
         };
@@ -172,12 +205,14 @@ impl Server {
                             let _ = reply.send(outcome);
                         }
                     }
+                    Some(Control::ReopenLogs) => observer.reopen_log(),
                     Some(Control::Drain) | None => break,
                     Some(Control::Exit) => return Ok(Stopped::Exited),
                 },
             }
         }
         tracing::info!("draining connections; a second shutdown signal exits at once");
+        observer.health.set_draining();
         let _ = stop_tx.send(true);
         loop {
             tokio::select! {
@@ -191,6 +226,7 @@ impl Server {
                     Some(Control::Reload(_)) => {
                         tracing::info!("reload ignored: draining");
                     }
+                    Some(Control::ReopenLogs) => observer.reopen_log(),
                     Some(Control::Drain) => {}
                     // Nobody can ask for an exit any more: wait for the drain.
                     None => {
@@ -224,6 +260,25 @@ fn log_start(live: &Live, addrs: Addrs) {
     );
     if let Some(certs) = &live.certs {
         log_certificates(&certs.current());
+        certificate_metrics(live, &certs.current());
+    }
+}
+
+/// The expiry time of every name served, as metrics.
+fn certificate_metrics(live: &Live, store: &CertStore) {
+    let served = store
+        .loaded
+        .iter()
+        .flat_map(|cert| cert.names.iter().map(|name| (&**name, cert.not_after)));
+    live.observer.metrics.certificates(served);
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -239,6 +294,7 @@ fn log_certificates(store: &CertStore) {
 }
 
 fn report_reload(live: &Live, outcome: &Result<Reloaded, LoadError>) {
+    live.observer.metrics.reloaded(outcome.is_ok());
     match outcome {
         Ok(done) => {
             for (key, running, wanted) in &done.restart_needed {
@@ -255,6 +311,7 @@ fn report_reload(live: &Live, outcome: &Result<Reloaded, LoadError>) {
             );
             if let Some(certs) = &live.certs {
                 log_certificates(&certs.current());
+                certificate_metrics(live, &certs.current());
             }
         }
         Err(err) => tracing::error!(

@@ -40,6 +40,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
+use crate::metrics::Protocol;
 use crate::service::{self, ConnInfo, Shared};
 use crate::tunnel::UpgradeSlot;
 
@@ -357,6 +358,12 @@ impl Conn {
                 return;
             }
         }
+        let metrics = &self.builders.shared.observer.metrics;
+        let _open = metrics.connection(if h2c {
+            Protocol::http1_or_h2c
+        } else {
+            Protocol::http1
+        });
         self.serve(if h2c { Proto::Any } else { Proto::H1 }, stream)
             .await;
     }
@@ -368,14 +375,20 @@ impl Conn {
         // that size for the connection's life.
         let accept = Box::pin(async move { acceptor.accept(stream).await.map(Box::new) });
         let handshake = tokio::time::timeout(timeout, accept);
+        let metrics = Arc::clone(&self.builders.shared.observer.metrics);
         let stream = tokio::select! {
             done = handshake => match done {
-                Ok(Ok(stream)) => stream,
+                Ok(Ok(stream)) => {
+                    metrics.tls_handshake("ok");
+                    stream
+                }
                 Ok(Err(err)) => {
+                    metrics.tls_handshake("failed");
                     tracing::debug!(peer = %self.info.peer, error = %err, "TLS handshake failed");
                     return;
                 }
                 Err(_) => {
+                    metrics.tls_handshake("timeout");
                     tracing::debug!(peer = %self.info.peer, "TLS handshake timed out");
                     return;
                 }
@@ -384,6 +397,7 @@ impl Conn {
             _ = self.phase.changed() => return,
         };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        let _open = metrics.connection(if h2 { Protocol::http2 } else { Protocol::http1 });
         self.serve(if h2 { Proto::H2 } else { Proto::H1 }, stream)
             .await;
     }
@@ -450,6 +464,11 @@ impl Conn {
         // service (and its copy of the slot) went with the connection.
         let tunnel = Arc::try_unwrap(slot).ok().and_then(OnceLock::into_inner);
         if let Some(tunnel) = tunnel {
+            let _open = builders
+                .shared
+                .observer
+                .metrics
+                .connection(Protocol::tunnel);
             let mut phase = phase;
             let close = async move {
                 let _ = phase.wait_for(|p| *p == Phase::Close).await;

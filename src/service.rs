@@ -23,9 +23,11 @@ use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::classify::{Classifier, UaClass};
+use crate::config::LogFormat;
 use crate::config::{Config, Limits};
 use crate::framing;
 use crate::logging::LogLimiter;
+use crate::metrics::RequestCounters;
 use crate::observe::{Observed, Observer, Outcome, Pending, RequestLine, Route, Side};
 use crate::policy::{self, Decision, Facts, Policy};
 use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
@@ -63,6 +65,10 @@ pub struct Shared {
     pub conn: ConnSettings,
     /// The process-wide observer (the same one across reloads).
     pub observer: Arc<Observer>,
+    /// The request counters of these rules (shared by the workers' copies).
+    pub counters: Arc<RequestCounters>,
+    /// The access log's format.
+    pub log_format: LogFormat,
 }
 
 /// The settings of a connection, taken when it is accepted: a reload
@@ -100,6 +106,7 @@ impl Shared {
             None => RuleLists::embedded(),
         };
         let classifier = Classifier::new(&lists)?;
+        let counters = Arc::new(RequestCounters::new(&observer.metrics, &classifier));
         Ok(Self {
             policy: Arc::new(Policy {
                 classifier,
@@ -125,6 +132,8 @@ impl Shared {
                 websocket_idle_timeout: config.proxy.websocket_idle_timeout,
             },
             observer,
+            counters,
+            log_format: config.log_format,
         })
     }
 }
@@ -144,6 +153,8 @@ impl Shared {
             hsts: self.hsts.clone(),
             conn: self.conn,
             observer: Arc::clone(&self.observer),
+            counters: Arc::clone(&self.counters),
+            log_format: self.log_format,
         }
     }
 
@@ -196,8 +207,8 @@ pub async fn handle(
         error: None,
     };
     let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
-    let mut res = respond(&shared, conn, upgrades, req, pending.outcome()).await;
-    pending.outcome().status = res.status();
+    let mut res = respond(&shared, conn, upgrades, req, &mut pending).await;
+    pending.outcome.status = res.status();
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);
@@ -215,9 +226,10 @@ async fn respond(
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     mut req: Request<Incoming>,
-    outcome: &mut Outcome,
+    pending: &mut Pending,
 ) -> Response<Body> {
     let scheme = conn.scheme;
+    let outcome = &mut pending.outcome;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
         return res;
     }
@@ -264,7 +276,7 @@ async fn respond(
                 }
                 _ => None,
             };
-            forward(shared, conn, req, verdict.class, upgrade, outcome).await
+            forward(shared, conn, req, verdict.class, upgrade, pending).await
         }
     }
 }
@@ -275,8 +287,9 @@ async fn forward(
     req: Request<Incoming>,
     class: UaClass,
     upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
-    outcome: &mut Outcome,
+    pending: &mut Pending,
 ) -> Response<Body> {
+    let observer = &shared.observer;
     let client = ClientInfo {
         peer: conn.peer.ip(),
         port: conn.local_port,
@@ -284,11 +297,15 @@ async fn forward(
         class,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
+    pending.in_flight = Some(observer.metrics.upstream_in_flight());
     let sent = Instant::now();
     let result = shared.upstream.forward(req, client, protocol).await;
-    outcome.upstream_time = Some(sent.elapsed());
+    let elapsed = sent.elapsed();
+    pending.outcome.upstream_time = Some(elapsed);
     match result {
         Ok(mut res) => {
+            observer.metrics.upstream_answered(elapsed);
+            observer.health.upstream_answered();
             if res.status() == StatusCode::SWITCHING_PROTOCOLS {
                 // `Upstream::forward` answers 101 only to an upgrade
                 // request, which has its client half here.
@@ -311,7 +328,8 @@ async fn forward(
             } else {
                 Side::Client
             };
-            outcome.error = Some((err.kind(), side));
+            pending.outcome.error = Some((err.kind(), side));
+            observer.metrics.upstream_error(err.kind(), side);
             log_upstream_failure(shared, &err, res.status());
             res
         }

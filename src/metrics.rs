@@ -1,0 +1,387 @@
+//! The Prometheus metrics, registered once per process with the official
+//! client (`prometheus-client`), served by the admin listener.
+//!
+//! Every label value comes from a closed set: the route, the class (a
+//! rule list's name, `human`, `no-user-agent` or `none`), the status class,
+//! an error kind, a protocol, a result, and a certificate's configured
+//! name. No host, path or User-Agent text is ever a label.
+//!
+//! On the request path a counter is an atomic add: the request counters
+//! are resolved once per (route, class, status class) into
+//! [`RequestCounters`], a table built with each reloaded state, so the
+//! family's lock and hash are paid on the first request of a kind only.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::classify::{Classifier, Reason, UaClass};
+use crate::observe::{Route, Side};
+use crate::rules::Kind;
+
+/// The upstream response-time buckets, in seconds.
+const UPSTREAM_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    decision: &'static str,
+    class: Box<str>,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: &'static str,
+    side: &'static str,
+}
+
+/// A client connection's protocol, as the `protocol` label.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum Protocol {
+    /// HTTP/1.x (plain, or TLS with ALPN `http/1.1` or none).
+    http1,
+    /// HTTP/2 over TLS (ALPN `h2`).
+    http2,
+    /// The plain port with h2c on: HTTP/1.1 or h2c by the client's
+    /// first bytes.
+    http1_or_h2c,
+    /// An upgraded connection (WebSocket) spliced to the upstream.
+    tunnel,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProtocolLabels {
+    protocol: Protocol,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabels {
+    name: Box<str>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
+
+/// Every metric of the process.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    upstream_seconds: Histogram,
+    upstream_in_flight: Gauge,
+    upstream_errors: Family<ErrorLabels, Counter>,
+    connections: Family<ProtocolLabels, Gauge>,
+    tls_handshakes: Family<ResultLabels, Counter>,
+    certificate_expiry: Family<NameLabels, Gauge>,
+    reloads: Family<ResultLabels, Counter>,
+    last_reload_success: Gauge,
+    last_reload_time: Gauge,
+    log_dropped: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("crawlgate");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Requests answered, by decision, User-Agent class and status class",
+            requests.clone(),
+        );
+        let upstream_seconds = Histogram::new(UPSTREAM_BUCKETS);
+        registry.register(
+            "upstream_response_seconds",
+            "Time from sending a request upstream to its response head",
+            upstream_seconds.clone(),
+        );
+        let upstream_in_flight = Gauge::default();
+        registry.register(
+            "upstream_requests_in_flight",
+            "Requests sent upstream whose response is not yet complete",
+            upstream_in_flight.clone(),
+        );
+        let upstream_errors = Family::<ErrorLabels, Counter>::default();
+        registry.register(
+            "upstream_errors",
+            "Forwarded requests that failed, by error kind and the side at fault",
+            upstream_errors.clone(),
+        );
+        let connections = Family::<ProtocolLabels, Gauge>::default();
+        registry.register(
+            "client_connections_open",
+            "Open client connections by protocol",
+            connections.clone(),
+        );
+        let tls_handshakes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "tls_handshakes",
+            "TLS handshakes with clients, by result (ok, failed, timeout)",
+            tls_handshakes.clone(),
+        );
+        let certificate_expiry = Family::<NameLabels, Gauge>::default();
+        registry.register(
+            "certificate_expiry_timestamp_seconds",
+            "When the certificate serving each name expires (Unix time)",
+            certificate_expiry.clone(),
+        );
+        let reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads, by result (success, failure)",
+            reloads.clone(),
+        );
+        let last_reload_success = Gauge::default();
+        registry.register(
+            "config_last_reload_successful",
+            "1 if the last reload (or the start) succeeded, 0 if it failed",
+            last_reload_success.clone(),
+        );
+        let last_reload_time = Gauge::default();
+        registry.register(
+            "config_last_reload_timestamp_seconds",
+            "When the configuration was last loaded or a reload attempted (Unix time)",
+            last_reload_time.clone(),
+        );
+        let log_dropped = Counter::default();
+        registry.register(
+            "access_log_dropped_lines",
+            "Access-log lines dropped because the writer could not keep up",
+            log_dropped.clone(),
+        );
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register("build_info", "crawlgate's version (always 1)", build);
+        last_reload_success.set(1);
+        last_reload_time.set(crate::tls::unix_now());
+        Self {
+            registry,
+            requests,
+            upstream_seconds,
+            upstream_in_flight,
+            upstream_errors,
+            connections,
+            tls_handshakes,
+            certificate_expiry,
+            reloads,
+            last_reload_success,
+            last_reload_time,
+            log_dropped,
+        }
+    }
+
+    /// The text exposition (OpenMetrics, which Prometheus reads).
+    pub fn encode(&self) -> String {
+        let mut text = String::with_capacity(8 * 1024);
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    /// One upstream response head after `elapsed`.
+    pub fn upstream_answered(&self, elapsed: Duration) {
+        self.upstream_seconds.observe(elapsed.as_secs_f64());
+    }
+
+    /// A forwarded request that failed.
+    pub fn upstream_error(&self, kind: &'static str, side: Side) {
+        self.upstream_errors
+            .get_or_create(&ErrorLabels {
+                kind,
+                side: side.as_str(),
+            })
+            .inc();
+    }
+
+    /// The in-flight gauge: incremented now, decremented when the guard
+    /// drops.
+    pub fn upstream_in_flight(&self) -> InFlight {
+        self.upstream_in_flight.inc();
+        InFlight(self.upstream_in_flight.clone())
+    }
+
+    /// A client connection open in `protocol` until the guard drops.
+    pub fn connection(&self, protocol: Protocol) -> InFlight {
+        let gauge = self
+            .connections
+            .get_or_create_owned(&ProtocolLabels { protocol });
+        gauge.inc();
+        InFlight(gauge)
+    }
+
+    /// A TLS handshake's result: `ok`, `failed` or `timeout`.
+    pub fn tls_handshake(&self, result: &'static str) {
+        self.tls_handshakes
+            .get_or_create(&ResultLabels { result })
+            .inc();
+    }
+
+    /// The certificates now served: (name, expiry as Unix time) each.
+    pub fn certificates<'a>(&self, served: impl IntoIterator<Item = (&'a str, i64)>) {
+        self.certificate_expiry.clear();
+        for (name, not_after) in served {
+            self.certificate_expiry
+                .get_or_create(&NameLabels { name: name.into() })
+                .set(not_after);
+        }
+    }
+
+    /// A reload's result.
+    pub fn reloaded(&self, ok: bool) {
+        let result = if ok { "success" } else { "failure" };
+        self.reloads.get_or_create(&ResultLabels { result }).inc();
+        self.last_reload_success.set(i64::from(ok));
+        self.last_reload_time.set(crate::tls::unix_now());
+    }
+
+    /// One access-log line dropped.
+    pub fn log_line_dropped(&self) {
+        self.log_dropped.inc();
+    }
+
+    /// Lines dropped so far.
+    pub fn log_lines_dropped(&self) -> u64 {
+        self.log_dropped.get()
+    }
+}
+
+/// Decrements its gauge when dropped.
+#[derive(Debug)]
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Status classes, as labels.
+const CODES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The request counters of one rules generation, resolved on first use.
+#[derive(Debug)]
+pub struct RequestCounters {
+    family: Family<RequestLabels, Counter>,
+    /// The class label of each rule (bot tokens: their list's name).
+    rule_class: Vec<u16>,
+    /// `human`, `no-user-agent`, `none`, then the lists.
+    classes: Vec<Box<str>>,
+    /// [route][class][code].
+    cells: Vec<OnceLock<Counter>>,
+}
+
+const HUMAN: u16 = 0;
+const NO_USER_AGENT: u16 = 1;
+const NONE: u16 = 2;
+
+impl RequestCounters {
+    /// The table for `classifier`'s rule lists.
+    pub fn new(metrics: &Metrics, classifier: &Classifier) -> Self {
+        let mut classes: Vec<Box<str>> =
+            vec!["human".into(), "no-user-agent".into(), "none".into()];
+        let mut rule_class = Vec::with_capacity(classifier.rules().len());
+        for rule in classifier.rules() {
+            let class = match rule.kind {
+                Kind::Human => HUMAN,
+                Kind::Bot => match classes.iter().position(|c| **c == *rule.list) {
+                    Some(i) => i as u16,
+                    None => {
+                        classes.push(rule.list.clone());
+                        (classes.len() - 1) as u16
+                    }
+                },
+            };
+            rule_class.push(class);
+        }
+        let cells = (0..Route::ALL.len() * classes.len() * CODES.len())
+            .map(|_| OnceLock::new())
+            .collect();
+        Self {
+            family: metrics.requests.clone(),
+            rule_class,
+            classes,
+            cells,
+        }
+    }
+
+    /// Counts one answered request.
+    pub fn count(&self, route: Route, verdict: Option<(UaClass, Reason)>, status: u16) {
+        let class = match verdict {
+            None => NONE,
+            Some((UaClass::Human, _)) | Some((_, Reason::NoBotToken(_))) => HUMAN,
+            Some((_, Reason::EmptyUserAgent)) => NO_USER_AGENT,
+            Some((_, Reason::Token(i))) => self.rule_class.get(i).copied().unwrap_or(NONE),
+        };
+        let code = usize::from((status / 100).clamp(1, 5) - 1);
+        let route_index = Route::ALL.iter().position(|r| *r == route).unwrap_or(0);
+        let index = (route_index * self.classes.len() + usize::from(class)) * CODES.len() + code;
+        let Some(cell) = self.cells.get(index) else {
+            return;
+        };
+        cell.get_or_init(|| {
+            self.family.get_or_create_owned(&RequestLabels {
+                decision: route.as_str(),
+                class: self.classes[usize::from(class)].clone(),
+                code: CODES[code],
+            })
+        })
+        .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleLists;
+
+    #[test]
+    fn requests_are_counted_per_route_class_and_code() {
+        let metrics = Metrics::new();
+        let classifier = Classifier::new(&RuleLists::embedded()).expect("rules");
+        let counters = RequestCounters::new(&metrics, &classifier);
+        let google = classifier.classify(Some(b"Mozilla/5.0 (compatible; Googlebot/2.1)"));
+        for _ in 0..3 {
+            counters.count(Route::Block, Some((google.class, google.reason)), 403);
+        }
+        counters.count(Route::Reject, None, 400);
+        let text = metrics.encode();
+        assert!(
+            text.contains(
+                r#"crawlgate_requests_total{decision="block",class="search",code="4xx"} 3"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"crawlgate_requests_total{decision="reject",class="none",code="4xx"} 1"#
+            ),
+            "{text}"
+        );
+    }
+}
