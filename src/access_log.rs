@@ -30,7 +30,7 @@ use crate::observe::{truncate, Outcome};
 use crate::policy::Policy;
 
 /// Lines that can wait for the writer; past this they are dropped.
-pub const QUEUE_LINES: usize = 16 * 1024;
+pub const QUEUE_LINES: usize = 4096;
 
 /// At most this many write-failure warnings a second.
 static WRITE_FAILURES: LogLimiter = LogLimiter::new(1);

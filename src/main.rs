@@ -110,7 +110,7 @@ fn main() -> ExitCode {
 }
 
 fn run_proxy(args: RunArgs) -> ExitCode {
-    init_tracing();
+    let _log = init_tracing();
     let overrides = Overrides {
         listen: args.listen,
         upstream: args.upstream,
@@ -162,7 +162,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
 }
 
 fn run_demo(listen: Option<SocketAddr>) -> ExitCode {
-    init_tracing();
+    let _log = init_tracing();
     let result = runtime().and_then(|rt| {
         // The hints call the binary that is running, wherever it is.
         let program = std::env::current_exe()
@@ -257,17 +257,22 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Logs to stderr, filtered by `RUST_LOG`; an unusable `RUST_LOG` is
 /// warned about and replaced by `info`, never left to silence every line.
-fn init_tracing() {
+/// Lines are written by a thread of their own: a stderr nobody reads (a
+/// stuck pipe) loses lines, never stalls a worker. Keep the guard: it
+/// writes what is left when dropped.
+fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
     let value = std::env::var("RUST_LOG").ok();
     let (filter, warning) = crawlgate::logging::filter(value.as_deref());
+    let (writer, guard) = tracing_appender::non_blocking(io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(io::stderr().is_terminal())
-        .with_writer(io::stderr)
+        .with_writer(writer)
         .init();
     if let Some(warning) = warning {
         tracing::warn!("{warning}");
     }
+    guard
 }
 
 /// The proxy's signals, as [`Control`] events: SIGHUP reloads; the first

@@ -11,11 +11,16 @@
 //!
 //! `main` only maps signals to these events and picks the exit code; the
 //! tests and `crawlgate demo` send them directly, over the same code.
+//!
+//! Under systemd (`NOTIFY_SOCKET` set) it reports `READY=1` once every
+//! listener is bound, `RELOADING=1` then `READY=1` around a reload with
+//! the outcome in `STATUS=`, and `STOPPING=1` when a drain starts.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use sd_notify::NotifyState;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 
@@ -181,6 +186,8 @@ impl Server {
         });
         tokio::pin!(served);
         observer.health.set_serving();
+        let status = format!("serving on {}", addrs.plain);
+        notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
         let workers_ended = |joined: Result<io::Result<()>, tokio::task::JoinError>| {
             joined.map_err(|_| io::Error::other("the workers' supervisor panicked"))?
         };
@@ -195,9 +202,15 @@ impl Server {
                         // Reading files and compiling the rules blocks: off
                         // this thread's event loop.
                         let live = Arc::clone(&live);
+                        notify_reloading();
                         let outcome = tokio::task::spawn_blocking(move || {
                             let outcome = live.reload();
                             report_reload(&live, &outcome);
+                            let status = match &outcome {
+                                Ok(_) => format!("reloaded at {}", crate::tls::unix_now()),
+                                Err(err) => format!("reload failed, previous config serving: {err}"),
+                            };
+                            notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
                             outcome
                         })
                         .await;
@@ -213,6 +226,7 @@ impl Server {
         }
         tracing::info!("draining connections; a second shutdown signal exits at once");
         observer.health.set_draining();
+        notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
         let _ = stop_tx.send(true);
         loop {
             tokio::select! {
@@ -271,6 +285,22 @@ fn certificate_metrics(live: &Live, store: &CertStore) {
         .iter()
         .flat_map(|cert| cert.names.iter().map(|name| (&**name, cert.not_after)));
     live.observer.metrics.certificates(served);
+}
+
+/// Tells systemd (`Type=notify`, `NOTIFY_SOCKET`) where the process is;
+/// nothing without `NOTIFY_SOCKET`.
+fn notify(states: &[NotifyState<'_>]) {
+    if let Err(err) = sd_notify::notify(states) {
+        tracing::warn!(error = %err, "cannot notify systemd");
+    }
+}
+
+/// `RELOADING=1` with the clock systemd 253 and later require beside it.
+fn notify_reloading() {
+    match NotifyState::monotonic_usec_now() {
+        Ok(now) => notify(&[NotifyState::Reloading, now]),
+        Err(_) => notify(&[NotifyState::Reloading]),
+    }
 }
 
 /// Aborts its task when dropped.

@@ -27,7 +27,7 @@ async fn a_reload_reaches_every_worker() {
     let before = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
     assert_eq!(before.status, 200);
 
-    std::fs::write(&proxy.config_path, "[block]\nparams = [\"vote\"]\n").expect("write");
+    proxy.rewrite("[block]\nparams = [\"vote\"]\n");
     let done = proxy.reload().await.expect("reload succeeds");
     assert!(done.restart_needed.is_empty(), "{:?}", done.restart_needed);
     for _ in 0..24 {
@@ -37,7 +37,7 @@ async fn a_reload_reaches_every_worker() {
         assert_eq!(res.status, 200);
     }
 
-    std::fs::write(&proxy.config_path, "[block]\nparams = [\"a b\"]\n").expect("write");
+    proxy.rewrite("[block]\nparams = [\"a b\"]\n");
     let err = proxy.reload().await.expect_err("invalid file");
     assert!(err.to_string().contains("block.params"), "{err}");
     let res = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
@@ -45,7 +45,7 @@ async fn a_reload_reaches_every_worker() {
 
     // The connection cap changed on disk needs a restart: reported, and
     // the running one kept.
-    std::fs::write(&proxy.config_path, "[limits]\nmax_connections = 5\n").expect("write");
+    proxy.rewrite("[limits]\nmax_connections = 5\n");
     let done = proxy.reload().await.expect("reload succeeds");
     let keys: Vec<_> = done.restart_needed.iter().map(|c| c.0).collect();
     assert_eq!(keys, ["limits.max_connections"]);

@@ -74,6 +74,16 @@ impl Upstream {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind upstream");
+        Self::serve(listener, acceptor)
+    }
+
+    /// A plain upstream on `addr` (one a test reserved earlier).
+    pub async fn start_on(addr: SocketAddr) -> Self {
+        let listener = TcpListener::bind(addr).await.expect("bind upstream");
+        Self::serve(listener, None)
+    }
+
+    fn serve(listener: TcpListener, acceptor: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let addr = listener.local_addr().expect("addr");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
@@ -255,6 +265,8 @@ pub struct Proxy {
     pub addr: SocketAddr,
     /// The HTTPS listener, when started with [`Proxy::start_tls`].
     pub tls_addr: Option<SocketAddr>,
+    /// The admin listener, when `overrides.admin_listen` asked for one.
+    pub admin_addr: Option<SocketAddr>,
     /// The config file (rewrite it, then [`Proxy::reload`]).
     pub config_path: std::path::PathBuf,
     control: mpsc::Sender<Control>,
@@ -296,7 +308,7 @@ impl Proxy {
         overrides.workers.get_or_insert(1);
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("crawlgate.toml");
-        std::fs::write(&config_path, toml).expect("write config");
+        std::fs::write(&config_path, with_log_file(toml)).expect("write config");
         let live = Live::start(Some(config_path.clone()), overrides).expect("test config is valid");
         let server = Server::bind(Arc::new(live)).expect("bind proxy");
         let addrs = server.addrs();
@@ -305,11 +317,18 @@ impl Proxy {
         Self {
             addr: addrs.plain,
             tls_addr: addrs.tls,
+            admin_addr: addrs.admin,
             config_path,
             control,
             task: Some(task),
             _dir: dir,
         }
+    }
+
+    /// Replaces the config file (with the same default log file as at
+    /// start); [`Proxy::reload`] reads it.
+    pub fn rewrite(&self, toml: &str) {
+        std::fs::write(&self.config_path, with_log_file(toml)).expect("write config");
     }
 
     /// Reloads the config file, as SIGHUP does; the outcome.
@@ -337,6 +356,16 @@ impl Proxy {
             let stopped = stopped.expect("server task").expect("server ran");
             assert_eq!(stopped, Stopped::Drained);
         }
+    }
+}
+
+/// `toml`, with the access log going to a file beside it unless the test
+/// chose (standard error would fill the test output).
+fn with_log_file(toml: &str) -> String {
+    if toml.contains("[log]") {
+        toml.to_owned()
+    } else {
+        format!("{toml}\n[log]\nfile = \"access.log\"\n")
     }
 }
 
