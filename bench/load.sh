@@ -15,6 +15,9 @@
 # 748-token nginx),
 # CONNS (wrk connections, 64), IDLE_CONNS (5000), STREAM_MIB (1024),
 # CRAWLGATE_BIN (default: build target/release/crawlgate),
+# BASELINE_BIN (an older crawlgate build, e.g. from before the metrics and
+# the access-log writer, run as crawlgate-baseline beside the current one:
+# the cost of observation, measured side by side),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,21 +143,38 @@ start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
     wait_port "$PEER_PORT"
 }
 
-start_crawlgate() { # access log: off | file
-    local config=bench/crawlgate.toml
+ADMIN_PORT=$((BASE + 6))
+SCRAPER_PID=
+start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN)
+    local config=bench/crawlgate.toml bin=${2:-$CRAWLGATE_BIN} admin=()
     if [[ $1 == file ]]; then
         sed 's/^access = false/access = true/' bench/crawlgate.toml > "$RUN/crawlgate-log.toml"
         config=$RUN/crawlgate-log.toml
+        # Everything observation costs: the access log (combined, to a
+        # file), the metrics, and the admin listener scraped every second
+        # (Prometheus usually scrapes every 15 s). Not for the baseline,
+        # which has none of it.
+        [[ $bin == "$CRAWLGATE_BIN" ]] && admin=(--admin-listen "127.0.0.1:$ADMIN_PORT")
     fi
-    RUST_LOG=info taskset -c "$PROXY_CPU" "$CRAWLGATE_BIN" --config "$config" \
+    RUST_LOG=info taskset -c "$PROXY_CPU" "$bin" --config "$config" \
         --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" "${CG_TLS_ARGS[@]}" \
-        2> "$RUN/crawlgate-$1.log" &
+        "${admin[@]}" 2> "$RUN/crawlgate-$1.log" &
     CG_PID=$!
     PIDS+=("$CG_PID")
     wait_port "$CG_PORT"
+    if ((${#admin[@]})); then
+        wait_port "$ADMIN_PORT"
+        (while sleep 1; do curl -s -o /dev/null "http://127.0.0.1:$ADMIN_PORT/metrics" || true; done) &
+        SCRAPER_PID=$!
+        PIDS+=("$SCRAPER_PID")
+    fi
 }
 
 stop_pid() {
+    if [[ -n $SCRAPER_PID ]]; then
+        kill "$SCRAPER_PID" 2>/dev/null || true
+        SCRAPER_PID=
+    fi
     kill "$1" 2>/dev/null || true
     for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
     kill -9 "$1" 2>/dev/null || true
@@ -164,6 +184,7 @@ stop_pid() {
 start_proxy() {
     case $1 in
         crawlgate) start_crawlgate "$2"; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN"; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -250,6 +271,7 @@ echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
 PROXIES=(crawlgate nginx-lean)
 # nginx with crawlgate's own 748 tokens: a second row, not the headline.
 ((SMOKE)) || [[ ${FULL:-1} == 0 ]] || PROXIES+=(nginx)
+[[ -n ${BASELINE_BIN:-} ]] && PROXIES=(crawlgate-baseline "${PROXIES[@]}")
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
 [[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0

@@ -48,7 +48,7 @@ def main() -> int:
     print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name in ["pass", "mixed", "mixed-logged"]:
-        for proxy in ["origin", "crawlgate", "nginx-lean", "nginx"]:
+        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "nginx-lean", "nginx"]:
             if (name, proxy) not in runs:
                 continue
             print(
@@ -71,6 +71,21 @@ def main() -> int:
                 f"| {name} | {ratio(med(name, 'crawlgate', 'cpu'), med(name, peer, 'cpu'))} | "
                 f"{ratio(med(name, 'crawlgate', 'rps'), med(name, peer, 'rps'))} | "
                 f"{ratio(med(name, 'crawlgate', 'p99'), med(name, peer, 'p99'))} |"
+            )
+
+    if any(p == "crawlgate-baseline" for _, p in runs):
+        print("\nThe cost of observation, against crawlgate-baseline (BASELINE_BIN) side by side:\n")
+        print("| crawlgate | against crawlgate-baseline | CPU/req ratio | req/s ratio | p99 ratio |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for (mine, base, label) in [
+            ("mixed", "mixed", "metrics on, log off | log off"),
+            ("mixed-logged", "mixed", "metrics, admin scraped 1/s, combined log to a file | log off"),
+            ("mixed-logged", "mixed-logged", "metrics, admin, combined log to a file | its own log to a file"),
+        ]:
+            print(
+                f"| {label} | {ratio(med(mine, 'crawlgate', 'cpu'), med(base, 'crawlgate-baseline', 'cpu'))} | "
+                f"{ratio(med(mine, 'crawlgate', 'rps'), med(base, 'crawlgate-baseline', 'rps'))} | "
+                f"{ratio(med(mine, 'crawlgate', 'p99'), med(base, 'crawlgate-baseline', 'p99'))} |"
             )
 
     print("\n## Memory and streaming\n")

@@ -50,7 +50,7 @@ pub struct Shared {
     pub robots: Arc<Robots>,
     /// The upstream client, with a connection pool per worker.
     pub upstream: Upstream,
-    /// Emit access-log events.
+    /// Write access-log lines.
     pub access_log: bool,
     /// Shutdown grace period, read when a drain starts.
     pub shutdown_grace: Duration,
