@@ -89,6 +89,8 @@ pub struct Classifier {
     /// Automaton pattern → the rules with that token (case-folded), in
     /// priority order: human exceptions first, then file order.
     groups: Vec<Vec<usize>>,
+    /// Each rule's name, `list:token` as written (see [`Classifier::rule_name`]).
+    names: Vec<Box<str>>,
     rules: Vec<Rule>,
 }
 
@@ -141,8 +143,20 @@ impl Classifier {
             quick_start,
             automaton,
             groups,
+            names: lists
+                .rules
+                .iter()
+                .map(|r| format!("{}:{}", r.list, r.written()).into_boxed_str())
+                .collect(),
             rules: lists.rules.clone(),
         })
+    }
+
+    /// Rule `i`'s name as [`Classifier::explain`] writes it
+    /// (`search:Googlebot`), built once per rules load so that the access
+    /// log names rules without formatting them.
+    pub fn rule_name(&self, i: usize) -> &str {
+        self.names.get(i).map_or("?", |n| n)
     }
 
     /// The rules, indexed as in [`Reason`].
@@ -304,10 +318,7 @@ impl Classifier {
     /// A short human-readable name of the rule behind `reason`, such as
     /// `search:Googlebot` or `no-bot-token`.
     pub fn explain(&self, reason: Reason) -> String {
-        let rule = |i: usize| {
-            let r = &self.rules[i];
-            format!("{}:{}", r.list, r.written())
-        };
+        let rule = |i: usize| self.rule_name(i).to_owned();
         match reason {
             Reason::EmptyUserAgent => "empty-user-agent".to_owned(),
             Reason::Token(i) => rule(i),

@@ -28,8 +28,9 @@ use crate::metrics::{InFlight, Metrics};
 use crate::response::Body;
 use crate::service::Shared;
 
-/// Longest path, host or header text written to the access log, in bytes.
-const LOG_FIELD_MAX: usize = 256;
+/// Longest path, host or request-target written to the access log, in
+/// bytes.
+pub const LOG_FIELD_MAX: usize = 256;
 
 /// What was done with a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,8 +135,9 @@ impl RequestLine {
 pub struct Outcome {
     /// The client: the peer, or the address a trusted proxy forwarded for.
     pub client: IpAddr,
-    /// The request, when the access log is on.
-    pub request: Option<RequestLine>,
+    /// The request, when the access log is on (boxed: the record travels
+    /// with every response, and most of its size is this).
+    pub request: Option<Box<RequestLine>>,
     /// The protocol version.
     pub version: Version,
     /// Over TLS.

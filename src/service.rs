@@ -194,7 +194,7 @@ pub async fn handle(
     let tls = conn.scheme == "https";
     let outcome = Outcome {
         client: shared.upstream.client_addr(conn.peer.ip(), req.headers()),
-        request: shared.access_log.then(|| RequestLine::of(&req)),
+        request: shared.access_log.then(|| Box::new(RequestLine::of(&req))),
         version,
         tls,
         verdict: None,
