@@ -11,7 +11,10 @@ fn well_known_robots_get_their_class() {
     let table = include_str!("data/robot_classes.tsv");
     let mut wrong = Vec::new();
     let mut rows = 0;
-    for line in table.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let (want, ua) = line.split_once('\t').expect("class<TAB>user-agent");
         rows += 1;
         let verdict = classifier.classify(Some(ua.as_bytes()));
@@ -30,5 +33,10 @@ fn well_known_robots_get_their_class() {
         }
     }
     assert!(rows >= 60, "only {rows} robots in the table");
-    assert!(wrong.is_empty(), "{} of {rows} wrong:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {rows} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
