@@ -127,6 +127,24 @@ async fn metrics_count_a_known_request_mix_exactly() {
     assert_eq!(value(&s, "crawlgate_upstream_response_seconds", &[]), 4.0);
     assert_eq!(value(&s, "crawlgate_upstream_requests_in_flight", &[]), 0.0);
     assert_eq!(total(&s, "crawlgate_upstream_errors_total"), 0.0);
+    // A keep-alive connection is counted while it is open.
+    let mut held = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    tokio::io::AsyncWriteExt::write_all(
+        &mut held,
+        b"GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
+    )
+    .await
+    .expect("write");
+    let mut buf = [0u8; 4096];
+    let _ = tokio::io::AsyncReadExt::read(&mut held, &mut buf).await;
+    let open = value(
+        &scrape(admin).await,
+        "crawlgate_client_connections_open",
+        &[("protocol", "http1")],
+    );
+    assert!(open >= 1.0, "the held connection is not counted: {open}");
+    drop(held);
+
     // Every connection was closed (`Connection: close`); the server's side
     // of the last one ends a moment after the client has its response.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
