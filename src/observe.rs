@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use crate::access_log::AccessLog;
 use crate::classify::{Reason, UaClass};
 use crate::metrics::{InFlight, Metrics};
+use crate::proxy::BodyBytes;
 use crate::response::Body;
 use crate::service::Shared;
 
@@ -149,7 +150,8 @@ pub struct Outcome {
     pub route: Route,
     /// The status sent.
     pub status: StatusCode,
-    /// Request body bytes declared by `Content-Length` (0 if none).
+    /// Request body bytes passed upstream (0 when not forwarded: a body
+    /// is never read for a synthetic answer).
     pub bytes_in: u64,
     /// Response body bytes sent.
     pub bytes_out: u64,
@@ -297,6 +299,8 @@ pub struct Pending {
     pub outcome: Outcome,
     /// Counts the request in flight upstream until the body is done.
     pub in_flight: Option<InFlight>,
+    /// The forwarded request body's byte count, read when the record ends.
+    pub body_bytes: Option<BodyBytes>,
     start: Instant,
 }
 
@@ -307,6 +311,7 @@ impl Pending {
             shared,
             outcome,
             in_flight: None,
+            body_bytes: None,
             start,
         }
     }
@@ -314,6 +319,9 @@ impl Pending {
     fn finish(mut self) {
         self.outcome.total_time = self.start.elapsed();
         drop(self.in_flight.take());
+        if let Some(bytes) = self.body_bytes.take() {
+            self.outcome.bytes_in = bytes.get();
+        }
         let shared = self.shared;
         shared.observer.record(&shared, self.outcome);
     }

@@ -409,11 +409,15 @@ impl Upstream {
     /// what [`requested_upgrade`] found in the request: the protocol asked
     /// for, sent on with `Connection: upgrade`; a `101` answer is accepted
     /// only then.
+    ///
+    /// A request with a body leaves a [`BodyBytes`] in `sent`: how many of
+    /// its bytes went upstream, read when the exchange is over.
     pub async fn forward(
         &self,
         req: Request<Incoming>,
         client: ClientInfo,
         upgrade: Option<HeaderValue>,
+        sent: &mut Option<BodyBytes>,
     ) -> Result<Response<ResponseBody>, ProxyError> {
         let (mut parts, body) = req.into_parts();
 
@@ -468,6 +472,7 @@ impl Upstream {
 
         let has_body = !body.is_end_stream();
         let state = has_body.then(|| Arc::new(BodyState::new()));
+        *sent = state.clone().map(BodyBytes);
         let body = RequestBody {
             inner: Some(body),
             state: state.clone(),
@@ -842,6 +847,19 @@ struct BodyState {
     progress: Progress,
     /// [`Self::CLIENT_FAILED`], [`Self::TOO_LARGE`] or 0.
     outcome: AtomicU8,
+    /// Body bytes passed on so far.
+    bytes: AtomicU64,
+}
+
+/// How many request-body bytes a forwarded request passed upstream.
+#[derive(Debug)]
+pub struct BodyBytes(Arc<BodyState>);
+
+impl BodyBytes {
+    /// The count so far.
+    pub fn get(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
+    }
 }
 
 impl BodyState {
@@ -852,6 +870,7 @@ impl BodyState {
         Self {
             progress: Progress::new(),
             outcome: AtomicU8::new(0),
+            bytes: AtomicU64::new(0),
         }
     }
 }
@@ -904,6 +923,7 @@ impl Body for RequestBody {
                 state.progress.touch();
                 if let Some(data) = frame.data_ref() {
                     this.seen = this.seen.saturating_add(data.len() as u64);
+                    state.bytes.store(this.seen, Ordering::Relaxed);
                     if this.limit.is_some_and(|limit| this.seen > limit) {
                         state.outcome.store(BodyState::TOO_LARGE, Ordering::Relaxed);
                         return Poll::Ready(Some(Err("request body over the limit".into())));

@@ -200,7 +200,7 @@ pub async fn handle(
         verdict: None,
         route: Route::Reject,
         status: StatusCode::OK,
-        bytes_in: declared_length(&req).unwrap_or(0),
+        bytes_in: 0,
         bytes_out: 0,
         upstream_time: None,
         total_time: Duration::ZERO,
@@ -299,7 +299,10 @@ async fn forward(
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
     pending.in_flight = Some(observer.metrics.upstream_in_flight());
     let sent = Instant::now();
-    let result = shared.upstream.forward(req, client, protocol).await;
+    let result = shared
+        .upstream
+        .forward(req, client, protocol, &mut pending.body_bytes)
+        .await;
     let elapsed = sent.elapsed();
     pending.outcome.upstream_time = Some(elapsed);
     match result {

@@ -380,7 +380,18 @@ async fn the_json_log_has_every_field() {
     assert_eq!(res.status, 200);
     let res = get(proxy.addr, "example.com", "/robots.txt", Some("curl/8.5.0")).await;
     assert_eq!(res.status, 200);
-    let lines = log_lines(&log, 2).await;
+    // A chunked upload: the bytes passed upstream, no length declared.
+    let res = request(
+        proxy.addr,
+        "POST",
+        "example.com",
+        "/upload",
+        Some(FIREFOX),
+        "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 200);
+    let lines = log_lines(&log, 3).await;
     let first: serde_json::Value = serde_json::from_str(&lines[0]).expect("json");
     assert_eq!(first["client"], "198.51.100.7");
     assert_eq!(first["method"], "POST");
@@ -405,5 +416,7 @@ async fn the_json_log_has_every_field() {
     assert!(second["rule"]
         .as_str()
         .is_some_and(|r| r.starts_with("library:")));
+    let third: serde_json::Value = serde_json::from_str(&lines[2]).expect("json");
+    assert_eq!(third["bytes_in"], 11, "{third}");
     proxy.stop().await;
 }
