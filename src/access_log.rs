@@ -26,7 +26,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::classify::{Reason, UaClass};
+use crate::classify::{Reason, UaClass, Verdict};
 use crate::config::LogFormat;
 use crate::logging::LogLimiter;
 use crate::metrics::Metrics;
@@ -217,20 +217,12 @@ impl Writer {
     }
 }
 
-/// The deciding rule's name (`search:Googlebot`, `no-bot-token`, …).
-fn rule_name(policy: &Policy, verdict: Option<(UaClass, Reason)>) -> Option<String> {
-    verdict.map(|(_, reason)| policy.classifier.explain(reason))
-}
-
-/// The robot's class for the log: `human`, or the list of the bot token
-/// (`search`, `ai`, …), `no-user-agent`; `-` before classification.
+/// The robot's class for the log ([`Classifier::class_label`]); `-`
+/// before classification.
 fn class_name(policy: &Policy, verdict: Option<(UaClass, Reason)>) -> &str {
-    match verdict {
-        None => "-",
-        Some((UaClass::Human, _)) | Some((_, Reason::NoBotToken(_))) => "human",
-        Some((_, Reason::EmptyUserAgent)) => "no-user-agent",
-        Some((_, Reason::Token(i))) => policy.classifier.rules().get(i).map_or("bot", |r| &*r.list),
-    }
+    verdict.map_or("-", |(class, reason)| {
+        policy.classifier.class_label(&Verdict { class, reason })
+    })
 }
 
 /// `HTTP/1.1`, `HTTP/2.0`, as nginx writes `$server_protocol`.
@@ -273,9 +265,8 @@ impl Clock {
 /// `"`, `\` and bytes outside visible ASCII as `\xHH`. Runs of plain
 /// bytes are copied whole.
 fn escaped(out: &mut Vec<u8>, mut text: &[u8]) {
-    let plain = |b: &u8| *b != b'"' && *b != b'\\' && (0x20..0x7f).contains(b);
     while !text.is_empty() {
-        let run = text.iter().position(|b| !plain(b)).unwrap_or(text.len());
+        let run = text.iter().position(|b| !is_plain(b)).unwrap_or(text.len());
         out.extend_from_slice(&text[..run]);
         let Some(&b) = text.get(run) else {
             break;
@@ -291,24 +282,30 @@ fn escaped(out: &mut Vec<u8>, mut text: &[u8]) {
     }
 }
 
+/// A byte written as itself in a quoted field.
+fn is_plain(b: &u8) -> bool {
+    *b != b'"' && *b != b'\\' && (0x20..0x7f).contains(b)
+}
+
 /// `1.234` (seconds, milliseconds precision), without a float or a String.
 fn seconds(out: &mut Vec<u8>, d: std::time::Duration) -> io::Result<()> {
     let ms = d.as_millis();
     write!(out, "{}.{:03}", ms / 1000, ms % 1000)
 }
 
-/// The deciding rule's name, written without allocating.
+/// The deciding rule's name ([`Classifier::explained`]), escaped; `-`
+/// before classification. Copied only when it holds a byte to escape (a
+/// token written in quotes for exact case).
 fn write_rule(out: &mut Vec<u8>, policy: &Policy, verdict: Option<(UaClass, Reason)>) {
-    match verdict.map(|(_, reason)| reason) {
-        None => out.push(b'-'),
-        Some(Reason::EmptyUserAgent) => out.extend_from_slice(b"empty-user-agent"),
-        Some(Reason::NoBotToken(None)) => out.extend_from_slice(b"no-bot-token"),
-        Some(Reason::NoBotToken(Some(i))) => {
-            out.extend_from_slice(b"no-bot-token (exception ");
-            escaped(out, policy.classifier.rule_name(i).as_bytes());
-            out.push(b')');
-        }
-        Some(Reason::Token(i)) => escaped(out, policy.classifier.rule_name(i).as_bytes()),
+    let Some((_, reason)) = verdict else {
+        out.push(b'-');
+        return;
+    };
+    let start = out.len();
+    let _ = write!(out, "{}", policy.classifier.explained(reason));
+    if !out[start..].iter().all(is_plain) {
+        let raw = out.split_off(start);
+        escaped(out, &raw);
     }
 }
 
@@ -423,7 +420,9 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         referer: text(&req.referer),
         user_agent: text(&req.user_agent),
         class: class_name(&line.policy, o.verdict),
-        rule: rule_name(&line.policy, o.verdict),
+        rule: o
+            .verdict
+            .map(|(_, reason)| line.policy.classifier.explained(reason).to_string()),
         decision: o.route.as_str(),
         upstream_seconds: o.upstream_time.map(|d| d.as_secs_f64()),
         total_seconds: o.total_time.as_secs_f64(),

@@ -318,12 +318,43 @@ impl Classifier {
     /// A short human-readable name of the rule behind `reason`, such as
     /// `search:Googlebot` or `no-bot-token`.
     pub fn explain(&self, reason: Reason) -> String {
-        let rule = |i: usize| self.rule_name(i).to_owned();
-        match reason {
-            Reason::EmptyUserAgent => "empty-user-agent".to_owned(),
-            Reason::Token(i) => rule(i),
-            Reason::NoBotToken(None) => "no-bot-token".to_owned(),
-            Reason::NoBotToken(Some(i)) => format!("no-bot-token (exception {})", rule(i)),
+        self.explained(reason).to_string()
+    }
+
+    /// [`Classifier::explain`]'s text as a `Display`, for writers that
+    /// must not allocate per User-Agent (the access log).
+    pub fn explained(&self, reason: Reason) -> Explained<'_> {
+        Explained {
+            classifier: self,
+            reason,
+        }
+    }
+
+    /// The class of a verdict as a label (metrics, access log): the list
+    /// whose token decided, `no-user-agent`, or `human`.
+    pub fn class_label(&self, verdict: &Verdict) -> &str {
+        match self.robot_class(verdict) {
+            None => "human",
+            Some(_) if verdict.reason == Reason::EmptyUserAgent => "no-user-agent",
+            Some(list) => list,
+        }
+    }
+}
+
+/// The name of the rule behind a reason; see [`Classifier::explained`].
+pub struct Explained<'a> {
+    classifier: &'a Classifier,
+    reason: Reason,
+}
+
+impl std::fmt::Display for Explained<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rule = |i: usize| self.classifier.rule_name(i);
+        match self.reason {
+            Reason::EmptyUserAgent => f.write_str("empty-user-agent"),
+            Reason::Token(i) => f.write_str(rule(i)),
+            Reason::NoBotToken(None) => f.write_str("no-bot-token"),
+            Reason::NoBotToken(Some(i)) => write!(f, "no-bot-token (exception {})", rule(i)),
         }
     }
 }

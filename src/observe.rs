@@ -124,10 +124,7 @@ impl RequestLine {
     /// The host asked for: the request-target's authority, or the Host
     /// header when it is text.
     pub fn host(&self) -> Option<&str> {
-        self.uri
-            .authority()
-            .map(|a| a.as_str())
-            .or_else(|| self.host.as_ref().and_then(|h| h.to_str().ok()))
+        crate::service::authority(&self.uri, self.host.as_ref())
     }
 }
 

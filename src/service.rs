@@ -377,7 +377,7 @@ fn error_response(err: &ProxyError) -> Response<Body> {
 
 /// The host asked for: the request-target's authority (absolute form), or
 /// else the Host header, when it is text.
-fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
+pub(crate) fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
     uri.authority()
         .map(|a| a.as_str())
         .or_else(|| host.and_then(|h| h.to_str().ok()))
