@@ -9,21 +9,23 @@ use crawlgate::config::Overrides;
 use support::{get, Proxy, Upstream, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// crawlgate with `toml` and two workers, in front of `upstream`.
+async fn two_workers(toml: &str, upstream: &Upstream) -> Proxy {
+    let overrides = Overrides {
+        upstream: Some(upstream.url()),
+        workers: Some(2),
+        ..Overrides::default()
+    };
+    Proxy::start_with(toml, overrides).await
+}
+
 /// A reload reaches every worker: after it, fresh connections (spread by
 /// the kernel over both workers' sockets) all see the new block list; a
 /// reload with a broken file changes nothing and says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_reaches_every_worker() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
-        "[block]\nparams = [\"do\"]\n",
-        Overrides {
-            upstream: Some(upstream.url()),
-            workers: Some(2),
-            ..Overrides::default()
-        },
-    )
-    .await;
+    let proxy = two_workers("[block]\nparams = [\"do\"]\n", &upstream).await;
     let before = get(proxy.addr, "example.com", "/?vote=1", Some(GOOGLEBOT)).await;
     assert_eq!(before.status, 200);
 
@@ -63,15 +65,7 @@ async fn a_reload_reaches_every_worker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_finishes_what_is_in_flight_then_returns() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
-        "",
-        Overrides {
-            upstream: Some(upstream.url()),
-            workers: Some(2),
-            ..Overrides::default()
-        },
-    )
-    .await;
+    let proxy = two_workers("", &upstream).await;
     let addr = proxy.addr;
     // A large download, read slowly: in flight when the drain starts.
     let mut slow = tokio::net::TcpStream::connect(addr).await.expect("connect");

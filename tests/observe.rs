@@ -277,11 +277,10 @@ async fn upstream_errors_are_counted_by_kind_and_readyz_says_why() {
 async fn log_lines(path: &Path, n: usize) -> Vec<String> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-        if lines.len() >= n || tokio::time::Instant::now() > deadline {
-            assert_eq!(lines.len(), n, "{text}");
-            return lines;
+        let got = support::lines(path);
+        if got.len() >= n || tokio::time::Instant::now() > deadline {
+            assert_eq!(got.len(), n, "{got:?}");
+            return got;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -6,37 +6,18 @@ mod support;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use support::process::{free_addr, wait_listening, Running, BIN};
-use support::{get, h1_client, Upstream, FIREFOX};
+use support::process::{free_addr, start_env, Running};
+use support::{get, h1_client, lines, Upstream, FIREFOX};
 
 /// Starts the binary with `config` and `env`, stderr to `stderr`.
 fn start(config: &Path, addr: SocketAddr, env: &[(&str, &str)], stderr: Stdio) -> Running {
-    let mut command = Command::new(BIN);
-    command
-        .arg("--config")
-        .arg(config)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(stderr);
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    let running = Running(command.spawn().expect("spawn"));
-    wait_listening(addr);
-    running
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let config = config.to_str().expect("utf-8 path");
+    start_env(&["--config", config], env, addr, stderr)
 }
 
 /// Waits (at most 5 s) until `path` has `n` lines.

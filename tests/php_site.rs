@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{get, Proxy, FIREFOX, GOOGLEBOT};
+use support::{get, lines, Proxy, FIREFOX, GOOGLEBOT};
 
 struct PhpServer {
     child: Child,
@@ -51,14 +51,6 @@ fn start_php(php: &Path, votes: &Path) -> PhpServer {
         std::thread::sleep(Duration::from_millis(20));
     }
     server
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Spellings of "do=vote", with how the site reads them.

@@ -369,6 +369,15 @@ fn with_log_file(toml: &str) -> String {
     }
 }
 
+/// The lines of the file at `path` (none if it does not exist yet).
+pub fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A response as read off the wire.
 #[derive(Debug)]
 pub struct Raw {

@@ -48,14 +48,22 @@ pub fn start(args: &[&str], addr: SocketAddr, stderr: Stdio) -> Running {
 
 /// [`start`] with `RUST_LOG` set to `rust_log`.
 pub fn start_logging(args: &[&str], addr: SocketAddr, stderr: Stdio, rust_log: &str) -> Running {
-    let child = Command::new(BIN)
+    start_env(args, &[("RUST_LOG", rust_log)], addr, stderr)
+}
+
+/// [`start`] with the environment variables `env` set (`RUST_LOG` is
+/// `warn` unless `env` sets it).
+pub fn start_env(args: &[&str], env: &[(&str, &str)], addr: SocketAddr, stderr: Stdio) -> Running {
+    let mut command = Command::new(BIN);
+    command
         .args(args)
-        .env("RUST_LOG", rust_log)
+        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn");
-    let running = Running(child);
+        .stderr(stderr);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let running = Running(command.spawn().expect("spawn"));
     wait_listening(addr);
     running
 }
