@@ -317,7 +317,7 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     let Some(req) = &o.request else {
         return Ok(());
     };
-    write!(out, "{} - - [{}] \"", o.client, clock.clf(req.time))?;
+    write!(out, "{} - - [{}] \"", req.client, clock.clf(req.time))?;
     escaped(out, req.method.as_str().as_bytes());
     out.push(b' ');
     // The request-target as sent: absolute form with its authority.
@@ -407,7 +407,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         .unwrap_or_default();
     let record = JsonLine {
         time,
-        client: o.client.to_string(),
+        client: req.client.to_string(),
         method: req.method.as_str(),
         host: req.host().map(truncate),
         path: truncate(req.uri.path()),

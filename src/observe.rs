@@ -95,6 +95,8 @@ impl Side {
 pub struct RequestLine {
     /// When the request arrived (wall clock, for the log's timestamp).
     pub time: SystemTime,
+    /// The client: the peer, or the address a trusted proxy forwarded for.
+    pub client: IpAddr,
     /// The method.
     pub method: Method,
     /// The request-target.
@@ -108,11 +110,12 @@ pub struct RequestLine {
 }
 
 impl RequestLine {
-    /// The parts of `req` the log shows.
-    pub fn of(req: &Request<Incoming>) -> Self {
+    /// The parts of `req` the log shows, from `client`.
+    pub fn of(req: &Request<Incoming>, client: IpAddr) -> Self {
         let headers = req.headers();
         Self {
             time: SystemTime::now(),
+            client,
             method: req.method().clone(),
             uri: req.uri().clone(),
             host: headers.get(HOST).cloned(),
@@ -128,11 +131,11 @@ impl RequestLine {
     }
 }
 
-/// One request's outcome: every field the access log and the metrics use.
+/// One request's outcome: every field the access log and the metrics use
+/// (what only the log shows is in [`RequestLine`], built only when the log
+/// is on).
 #[derive(Debug)]
 pub struct Outcome {
-    /// The client: the peer, or the address a trusted proxy forwarded for.
-    pub client: IpAddr,
     /// The request, when the access log is on (boxed: the record travels
     /// with every response, and most of its size is this).
     pub request: Option<Box<RequestLine>>,

@@ -193,8 +193,10 @@ pub async fn handle(
     let version = req.version();
     let tls = conn.scheme == "https";
     let outcome = Outcome {
-        client: shared.upstream.client_addr(conn.peer.ip(), req.headers()),
-        request: shared.access_log.then(|| Box::new(RequestLine::of(&req))),
+        request: shared.access_log.then(|| {
+            let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
+            Box::new(RequestLine::of(&req, client))
+        }),
         version,
         tls,
         verdict: None,
