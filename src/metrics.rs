@@ -339,7 +339,8 @@ impl RequestCounters {
             Some((_, Reason::Token(i))) => self.rule_class.get(i).copied().unwrap_or(NONE),
         };
         let code = usize::from((status / 100).clamp(1, 5) - 1);
-        let route_index = Route::ALL.iter().position(|r| *r == route).unwrap_or(0);
+        // `Route::ALL` lists the variants in declaration order.
+        let route_index = route as usize;
         let index = (route_index * self.classes.len() + usize::from(class)) * CODES.len() + code;
         let Some(cell) = self.cells.get(index) else {
             return;
@@ -359,6 +360,13 @@ impl RequestCounters {
 mod tests {
     use super::*;
     use crate::rules::RuleLists;
+
+    #[test]
+    fn route_all_is_in_declaration_order() {
+        for (i, route) in Route::ALL.iter().enumerate() {
+            assert_eq!(*route as usize, i, "{route:?}");
+        }
+    }
 
     #[test]
     fn requests_are_counted_per_route_class_and_code() {

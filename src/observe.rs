@@ -49,7 +49,7 @@ pub enum Route {
 }
 
 impl Route {
-    /// Every route, in label order.
+    /// Every route, in declaration order (`route as usize` indexes it).
     pub const ALL: [Route; 5] = [
         Route::Forward,
         Route::Block,
