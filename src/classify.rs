@@ -1,12 +1,19 @@
-//! User-Agent → bot or human, in one automaton pass.
+//! User-Agent → bot or human: tokens first, then structure.
 //!
-//! All tokens of all [`RuleLists`] go into one Aho-Corasick automaton,
-//! ASCII case-insensitive, leftmost-first, human exceptions before bot
-//! tokens. Scanning the UA bytes left to right, each match consumes its span:
-//! a human exception (`CUBOT`) therefore hides the bot token inside it
-//! (`bot`), but only there; a later `Googlebot` still makes the UA a bot.
-//! The first bot token found decides. No match at all means human; an empty
-//! or missing User-Agent is a bot.
+//! All bot tokens and human exceptions of the [`RuleLists`] go into one
+//! Aho-Corasick automaton, ASCII case-insensitive, leftmost-longest, human
+//! exceptions before bot tokens. Scanning the UA bytes left to right, each
+//! match consumes its span: a human exception (`CUBOT`) therefore hides the
+//! bot token inside it (`bot`), but only there; a later `Googlebot` still
+//! makes the UA a bot. The first bot token found decides, unless it is a
+//! generic mark in a handset's device-model position
+//! ([`Signal::DeviceModel`]).
+//!
+//! Without a bot token, structure decides ([`Signal::NoBrowserShape`]): a
+//! UA with no human exception and none of the browser-grammar marks
+//! (platforms, engines, handset shapes; a second, small automaton) is a
+//! tool, not a browser. Anything else is human; an empty or missing
+//! User-Agent is a bot.
 //!
 //! The classifier is a politeness filter, not a security boundary: any UA
 //! can be forged.
@@ -14,7 +21,7 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
-use crate::rules::{Kind, Rule, RuleLists, RulesError};
+use crate::rules::{Kind, Rule, RuleLists, RulesError, Signal, Signals};
 
 /// Bot or human.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +52,11 @@ pub enum Reason {
     /// No bot token outside the spans of human exceptions; the last
     /// exception that matched, if any.
     NoBotToken(Option<usize>),
+    /// No bot token, and this structural signal says robot.
+    Structure(Signal),
+    /// The only bot token (this generic rule) sat in a handset's
+    /// device-model position ([`Signal::DeviceModel`]): human.
+    DeviceModel(usize),
 }
 
 /// The class of one User-Agent and why.
@@ -92,6 +104,18 @@ pub struct Classifier {
     /// Each rule's name, `list:token` as written (see [`Classifier::rule_name`]).
     names: Vec<Box<str>>,
     rules: Vec<Rule>,
+    /// The browser-grammar marks ([`Kind::Shape`]), leftmost-longest; `None`
+    /// when the lists have none.
+    shape: Option<AhoCorasick>,
+    /// Shape automaton pattern → its rules.
+    shape_groups: Vec<Vec<usize>>,
+    /// The common platform words that are browser-grammar marks in these
+    /// lists, with their rule: the fast path of the shape check.
+    platforms: Vec<(&'static [u8], usize)>,
+    /// Per rule: a generic mark (`generic` list), which the device-model
+    /// signal may discount.
+    generic: Vec<bool>,
+    signals: Signals,
 }
 
 /// Length of the token prefixes in the quick check; the four slices overlap
@@ -108,23 +132,24 @@ fn scan_start(end: usize) -> usize {
 impl Classifier {
     /// Compiles `lists` into one automaton.
     pub fn new(lists: &RuleLists) -> Result<Self, RulesError> {
-        let mut patterns: Vec<String> = Vec::new();
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut index = std::collections::HashMap::new();
-        for (i, rule) in lists.rules.iter().enumerate() {
-            let folded = rule.token.to_ascii_lowercase();
-            let id = *index.entry(folded.clone()).or_insert_with(|| {
-                patterns.push(folded);
-                groups.push(Vec::new());
-                patterns.len() - 1
-            });
-            groups[id].push(i);
-        }
+        let (patterns, groups) = compile_patterns(lists, |k| k != Kind::Shape);
         let automaton = AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&patterns)?;
+        let (shape_patterns, shape_groups) = compile_patterns(lists, |k| k == Kind::Shape);
+        let shape = if shape_patterns.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .build(&shape_patterns)?,
+            )
+        };
         let mut prefixes: Vec<&[u8]> = patterns
             .iter()
             .map(|p| &p.as_bytes()[..p.len().min(QUICK_PREFIX)])
@@ -149,7 +174,25 @@ impl Classifier {
                 .map(|r| format!("{}:{}", r.list, r.written()).into_boxed_str())
                 .collect(),
             rules: lists.rules.clone(),
+            platforms: PLATFORMS
+                .iter()
+                .filter_map(|&word| {
+                    let i = lists.rules.iter().position(|r| {
+                        r.kind == Kind::Shape && r.token.as_bytes().eq_ignore_ascii_case(word)
+                    })?;
+                    Some((word, i))
+                })
+                .collect(),
+            shape,
+            shape_groups,
+            generic: lists.rules.iter().map(|r| &*r.list == "generic").collect(),
+            signals: lists.signals,
         })
+    }
+
+    /// The structural signals this classifier applies.
+    pub fn signals(&self) -> Signals {
+        self.signals
     }
 
     /// Rule `i`'s name as [`Classifier::explain`] writes it
@@ -171,7 +214,8 @@ impl Classifier {
         match verdict.reason {
             Reason::EmptyUserAgent => Some("empty"),
             Reason::Token(i) => Some(&self.rules[i].list),
-            Reason::NoBotToken(_) => None,
+            Reason::Structure(_) => Some(UNKNOWN_CLASS),
+            Reason::NoBotToken(_) | Reason::DeviceModel(_) => None,
         }
     }
 
@@ -188,10 +232,7 @@ impl Classifier {
         };
         match self.may_match(ua) {
             Some(from) => self.scan(ua, from),
-            None => Verdict {
-                class: UaClass::Human,
-                reason: Reason::NoBotToken(None),
-            },
+            None => self.without_bot_token(ua, Reason::NoBotToken(None)),
         }
     }
 
@@ -284,6 +325,7 @@ impl Classifier {
     /// see the whole UA (anchors and boundaries stay exact).
     fn scan(&self, ua: &[u8], from: usize) -> Verdict {
         let mut exception = None;
+        let mut model = None;
         let mut at = from.min(ua.len());
         while let Some(m) = self.automaton.find(Input::new(ua).span(at..ua.len())) {
             let group = &self.groups[m.pattern().as_usize()];
@@ -298,21 +340,96 @@ impl Classifier {
             };
             match self.rules[index].kind {
                 Kind::Bot => {
+                    if self.generic[index]
+                        && self.signals.is_on(Signal::DeviceModel)
+                        && in_device_model(ua, m.start(), m.end())
+                    {
+                        model = Some(index);
+                        at = m.end();
+                        continue;
+                    }
                     return Verdict {
                         class: UaClass::Bot,
                         reason: Reason::Token(index),
-                    }
+                    };
                 }
                 Kind::Human => {
                     exception = Some(index);
                     at = m.end();
                 }
+                // Not in this automaton.
+                Kind::Shape => at = m.end(),
             }
+        }
+        let reason = match (exception, model) {
+            (Some(_), _) | (None, None) => Reason::NoBotToken(exception),
+            (None, Some(i)) => Reason::DeviceModel(i),
+        };
+        self.without_bot_token(ua, reason)
+    }
+
+    /// The verdict for a UA without a bot token (`reason` says what the
+    /// scan saw): a human exception keeps it human; otherwise, with
+    /// [`Signal::NoBrowserShape`] on, it needs a browser-grammar mark.
+    fn without_bot_token(&self, ua: &[u8], reason: Reason) -> Verdict {
+        let excepted = matches!(reason, Reason::NoBotToken(Some(_)));
+        if !excepted && self.signals.is_on(Signal::NoBrowserShape) && !self.has_shape(ua) {
+            return Verdict {
+                class: UaClass::Bot,
+                reason: Reason::Structure(Signal::NoBrowserShape),
+            };
         }
         Verdict {
             class: UaClass::Human,
-            reason: Reason::NoBotToken(exception),
+            reason,
         }
+    }
+
+    /// Whether any browser-grammar mark holds in `ua`. A browser's
+    /// platform comment comes early (`Mozilla/5.0 (Windows NT …`), so the
+    /// search mostly stops within the first 20 bytes.
+    fn has_shape(&self, ua: &[u8]) -> bool {
+        // Fast path: the platform comment's first word is one of the common
+        // platform marks (`Mozilla/5.0 (Windows NT …`), compared in place.
+        if let Some(open) = ua.iter().take(32).position(|&b| b == b'(') {
+            let mut at = open + 1;
+            // `(compatible; MSIE 8.0; Windows NT …`: the platform follows.
+            const COMPATIBLE: &[u8] = b"compatible; ";
+            if ua.len() >= at + COMPATIBLE.len()
+                && ua[at..at + COMPATIBLE.len()].eq_ignore_ascii_case(COMPATIBLE)
+            {
+                at += COMPATIBLE.len();
+            }
+            let rest = &ua[at..];
+            for &(word, i) in &self.platforms {
+                if rest.len() >= word.len()
+                    && rest[..word.len()].eq_ignore_ascii_case(word)
+                    && self.rules[i].accepts(ua, at, at + word.len())
+                {
+                    return true;
+                }
+            }
+        }
+        self.first_shape_mark(ua).is_some()
+    }
+
+    /// The first browser-grammar mark that holds in `ua` (index into
+    /// [`Classifier::rules`]): what the evaluation credits a mark with.
+    #[doc(hidden)]
+    pub fn first_shape_mark(&self, ua: &[u8]) -> Option<usize> {
+        let shape = self.shape.as_ref()?;
+        let mut at = 0;
+        while let Some(m) = shape.find(Input::new(ua).span(at..ua.len())) {
+            let group = &self.shape_groups[m.pattern().as_usize()];
+            if let Some(&i) = group
+                .iter()
+                .find(|&&i| self.rules[i].accepts(ua, m.start(), m.end()))
+            {
+                return Some(i);
+            }
+            at = m.start() + 1;
+        }
+        None
     }
 
     /// A short human-readable name of the rule behind `reason`, such as
@@ -341,6 +458,105 @@ impl Classifier {
     }
 }
 
+/// The platform words that most browsers' comments start with, tried first
+/// by the shape check (each only if the lists hold it as a mark).
+const PLATFORMS: [&[u8]; 12] = [
+    b"iPhone",
+    b"Linux",
+    b"Windows",
+    b"MSIE",
+    b"Macintosh",
+    b"X11",
+    b"iPad",
+    b"Android",
+    b"J2ME",
+    b"iPod",
+    b"BlackBerry",
+    b"MIDP-",
+];
+
+/// The class of a robot found by structure alone: it did not say what it
+/// is.
+pub const UNKNOWN_CLASS: &str = "unknown";
+
+/// The token lists' rules of the kinds `keep` selects, case-folded and
+/// deduplicated: the automaton's patterns and, per pattern, its rules in
+/// priority order.
+fn compile_patterns(
+    lists: &RuleLists,
+    keep: impl Fn(Kind) -> bool,
+) -> (Vec<String>, Vec<Vec<usize>>) {
+    let mut patterns: Vec<String> = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for (i, rule) in lists.rules.iter().enumerate() {
+        if !keep(rule.kind) {
+            continue;
+        }
+        let folded = rule.token.to_ascii_lowercase();
+        let id = *index.entry(folded.clone()).or_insert_with(|| {
+            patterns.push(folded);
+            groups.push(Vec::new());
+            patterns.len() - 1
+        });
+        groups[id].push(i);
+    }
+    (patterns, groups)
+}
+
+/// Whether `ua[start..end]` lies in the device-model position of a
+/// handset's platform comment: inside the first parenthesis, in a segment
+/// after the one naming Android, that is neither the OS version nor a
+/// `compatible` claim, not followed by `/` (a product
+/// with a version is a robot's name, not a model), and without a contact
+/// address. `(Linux; Android 9; SMARTBOT Pro Build/PPR1)`: yes;
+/// `(compatible; SomeBot/1.0)` and `(Linux; Android 9; x) … somebot`: no.
+fn in_device_model(ua: &[u8], start: usize, end: usize) -> bool {
+    let Some(open) = ua.iter().position(|&b| b == b'(') else {
+        return false;
+    };
+    if start <= open {
+        return false;
+    }
+    let close = ua[open..]
+        .iter()
+        .position(|&b| b == b')')
+        .map_or(ua.len(), |p| open + p);
+    if end > close || ua.get(end) == Some(&b'/') {
+        return false;
+    }
+    let first = open + 1;
+    let seg_start = ua[first..start]
+        .iter()
+        .rposition(|&b| b == b';')
+        .map_or(first, |p| first + p + 1);
+    // The model follows the Android version: `(Linux; Android 9; MODEL`.
+    if !contains_ci(&ua[first..seg_start], b"android") {
+        return false;
+    }
+    let seg_end = ua[end..close]
+        .iter()
+        .position(|&b| b == b';')
+        .map_or(close, |p| end + p);
+    let segment = ua[seg_start..seg_end].trim_ascii();
+    let starts = |word: &[u8]| {
+        segment.len() >= word.len() && segment[..word.len()].eq_ignore_ascii_case(word)
+    };
+    let not_a_model = starts(b"android")
+        || starts(b"linux")
+        || starts(b"compatible")
+        || contains_ci(segment, b"http")
+        || segment.contains(&b'@');
+    !not_a_model
+}
+
+/// ASCII case-insensitive substring test (`needle` lower case).
+fn contains_ci(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
 /// The name of the rule behind a reason; see [`Classifier::explained`].
 pub struct Explained<'a> {
     classifier: &'a Classifier,
@@ -355,6 +571,8 @@ impl std::fmt::Display for Explained<'_> {
             Reason::Token(i) => f.write_str(rule(i)),
             Reason::NoBotToken(None) => f.write_str("no-bot-token"),
             Reason::NoBotToken(Some(i)) => write!(f, "no-bot-token (exception {})", rule(i)),
+            Reason::Structure(signal) => write!(f, "structure:{}", signal.name()),
+            Reason::DeviceModel(i) => write!(f, "no-bot-token (device model: {})", rule(i)),
         }
     }
 }

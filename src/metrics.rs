@@ -290,7 +290,8 @@ pub struct RequestCounters {
     family: Family<RequestLabels, Counter>,
     /// The class label of each rule (bot tokens: their list's name).
     rule_class: Vec<u16>,
-    /// `human`, `no-user-agent`, `none`, then the lists.
+    /// `human`, `no-user-agent`, `none`, `unknown` (structure), then the
+    /// lists.
     classes: Vec<Box<str>>,
     /// [route][class][code].
     cells: Vec<OnceLock<Counter>>,
@@ -299,16 +300,21 @@ pub struct RequestCounters {
 const HUMAN: u16 = 0;
 const NO_USER_AGENT: u16 = 1;
 const NONE: u16 = 2;
+const UNKNOWN: u16 = 3;
 
 impl RequestCounters {
     /// The table for `classifier`'s rule lists.
     pub fn new(metrics: &Metrics, classifier: &Classifier) -> Self {
-        let mut classes: Vec<Box<str>> =
-            vec!["human".into(), "no-user-agent".into(), "none".into()];
+        let mut classes: Vec<Box<str>> = vec![
+            "human".into(),
+            "no-user-agent".into(),
+            "none".into(),
+            crate::classify::UNKNOWN_CLASS.into(),
+        ];
         let mut rule_class = Vec::with_capacity(classifier.rules().len());
         for rule in classifier.rules() {
             let class = match rule.kind {
-                Kind::Human => HUMAN,
+                Kind::Human | Kind::Shape => HUMAN,
                 Kind::Bot => match classes.iter().position(|c| **c == *rule.list) {
                     Some(i) => i as u16,
                     None => {
@@ -337,6 +343,8 @@ impl RequestCounters {
             Some((UaClass::Human, _)) | Some((_, Reason::NoBotToken(_))) => HUMAN,
             Some((_, Reason::EmptyUserAgent)) => NO_USER_AGENT,
             Some((_, Reason::Token(i))) => self.rule_class.get(i).copied().unwrap_or(NONE),
+            Some((_, Reason::Structure(_))) => UNKNOWN,
+            Some((_, Reason::DeviceModel(_))) => HUMAN,
         };
         let code = usize::from((status / 100).clamp(1, 5) - 1);
         // `Route::ALL` lists the variants in declaration order.

@@ -9,10 +9,12 @@
 //! token may carry conditions on its edges: a leading `^` (the match must
 //! start the User-Agent) or `\b` (the byte before it must not be a letter or
 //! digit), a trailing `$` (the match must end the User-Agent) or `\b`. A
-//! file whose name starts with `human` holds human exceptions; every other
-//! file is a list of bot tokens whose name (the file stem, e.g. `search`)
-//! is the class of the robots it finds.
-//! [`crate::classify::Classifier`] compiles the lists into one automaton.
+//! file whose name starts with `human` holds human exceptions, one whose
+//! name starts with `browser` holds browser-grammar marks (platforms,
+//! engines, handset shapes); every other file is a list of bot tokens whose
+//! name (the file stem, e.g. `search`) is the class of the robots it finds.
+//! `signals.conf` switches the structural signals (see [`Signals`]).
+//! [`crate::classify::Classifier`] compiles the lists into automata.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,7 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("ai.txt", include_str!("../rules/ai.txt")),
     ("archiver.txt", include_str!("../rules/archiver.txt")),
     ("automation.txt", include_str!("../rules/automation.txt")),
+    ("browser.txt", include_str!("../rules/browser.txt")),
     ("feed.txt", include_str!("../rules/feed.txt")),
     ("generic.txt", include_str!("../rules/generic.txt")),
     ("human.txt", include_str!("../rules/human.txt")),
@@ -38,6 +41,9 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("structural.txt", include_str!("../rules/structural.txt")),
 ];
 
+/// The embedded `signals.conf`.
+const EMBEDDED_SIGNALS: &str = include_str!("../rules/signals.conf");
+
 /// What a matching token says about the User-Agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -45,6 +51,61 @@ pub enum Kind {
     Bot,
     /// A human exception: its span cannot count as a bot token.
     Human,
+    /// A mark of browser grammar (a platform, engine or handset shape):
+    /// with [`Signal::NoBrowserShape`] on, a User-Agent without any bot
+    /// token and without any such mark is a robot.
+    Shape,
+}
+
+/// A structural signal: a decision on the shape of a User-Agent rather than
+/// on a listed name. Each one is switched in `signals.conf`; its measured
+/// gain and cost are in `rules/README.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// No bot token and no browser-grammar mark (`browser*.txt`) at all:
+    /// a tool, a library or a placeholder, not a browser.
+    NoBrowserShape,
+    /// A generic bot token (`generic.txt`) inside the device-model position
+    /// of a handset's platform comment (`(Linux; Android 9; SMARTBOT
+    /// Pro Build/…)`) is a model name, not a robot's mark.
+    DeviceModel,
+}
+
+impl Signal {
+    /// Every signal, in the order of [`Signals`].
+    pub const ALL: [Signal; 2] = [Signal::NoBrowserShape, Signal::DeviceModel];
+
+    /// The name used in `signals.conf` and by `classify --explain`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::NoBrowserShape => "no-browser-shape",
+            Signal::DeviceModel => "device-model",
+        }
+    }
+}
+
+/// Which structural signals are on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signals {
+    on: [bool; Signal::ALL.len()],
+}
+
+impl Signals {
+    /// All signals off: the token lists alone.
+    pub const NONE: Signals = Signals {
+        on: [false; Signal::ALL.len()],
+    };
+
+    /// Whether `signal` is on.
+    pub fn is_on(&self, signal: Signal) -> bool {
+        self.on[signal as usize]
+    }
+
+    /// `self` with `signal` switched to `on`.
+    pub fn with(mut self, signal: Signal, on: bool) -> Self {
+        self.on[signal as usize] = on;
+        self
+    }
 }
 
 /// A condition on one edge of a match.
@@ -129,6 +190,8 @@ impl Rule {
 pub struct RuleLists {
     /// Every token of every list.
     pub rules: Vec<Rule>,
+    /// The structural signals that are on.
+    pub signals: Signals,
     /// Where the lists came from: `None` for the embedded set.
     pub source: Option<PathBuf>,
 }
@@ -159,6 +222,14 @@ pub enum RulesError {
     /// a human; almost certainly the wrong folder.
     #[error("no bot tokens in {0} (expected *.txt token lists)")]
     NoBotTokens(PathBuf),
+    /// A structural signal needs marks that the folder does not have.
+    #[error("signal {signal} is on but {dir} has no browser*.txt marks; switch it off in signals.conf or add the marks")]
+    NoShapeMarks {
+        /// The signal's name.
+        signal: &'static str,
+        /// The folder.
+        dir: PathBuf,
+    },
     /// The automaton could not be built from the tokens.
     #[error("cannot compile the rules: {0}")]
     Build(#[from] aho_corasick::BuildError),
@@ -177,8 +248,12 @@ impl RuleLists {
             let _ = parse_file(Path::new(name), text, &mut rules);
         }
         sort(&mut rules);
+        // Tested like the lists (`embedded_rules_parse`).
+        let signals =
+            parse_signals(Path::new("signals.conf"), EMBEDDED_SIGNALS).unwrap_or(Signals::NONE);
         Self {
             rules,
+            signals,
             source: None,
         }
     }
@@ -206,8 +281,24 @@ impl RuleLists {
             return Err(RulesError::NoBotTokens(dir.to_owned()));
         }
         sort(&mut rules);
+        // A folder without its own signals.conf gets the built-in switches.
+        let signals_path = dir.join("signals.conf");
+        let signals = match fs::read_to_string(&signals_path) {
+            Ok(text) => parse_signals(&signals_path, &text)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                parse_signals(Path::new("signals.conf"), EMBEDDED_SIGNALS)?
+            }
+            Err(e) => return Err(read_err(&signals_path, e)),
+        };
+        if signals.is_on(Signal::NoBrowserShape) && !rules.iter().any(|r| r.kind == Kind::Shape) {
+            return Err(RulesError::NoShapeMarks {
+                signal: Signal::NoBrowserShape.name(),
+                dir: dir.to_owned(),
+            });
+        }
         Ok(Self {
             rules,
+            signals,
             source: Some(dir.to_owned()),
         })
     }
@@ -216,9 +307,46 @@ impl RuleLists {
 fn sort(rules: &mut [Rule]) {
     // Stable: within a list, file order is kept.
     rules.sort_by(|a, b| {
-        let rank = |k: Kind| matches!(k, Kind::Bot);
+        let rank = |k: Kind| match k {
+            Kind::Human => 0,
+            Kind::Bot => 1,
+            Kind::Shape => 2,
+        };
         (rank(a.kind), &a.list).cmp(&(rank(b.kind), &b.list))
     });
+}
+
+/// Reads `signals.conf`: `name = on|off` per line, `#` comments; a signal
+/// not named is off.
+fn parse_signals(path: &Path, text: &str) -> Result<Signals, RulesError> {
+    let mut signals = Signals::NONE;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let bad = |problem| RulesError::Line {
+            file: path.to_owned(),
+            line: i + 1,
+            problem,
+        };
+        let (name, value) = line
+            .split_once('=')
+            .ok_or(bad("expected `signal = on` or `signal = off`"))?;
+        let signal = Signal::ALL
+            .into_iter()
+            .find(|s| s.name() == name.trim())
+            .ok_or(bad(
+                "unknown signal (known: no-browser-shape, device-model)",
+            ))?;
+        let on = match value.trim() {
+            "on" => true,
+            "off" => false,
+            _ => return Err(bad("the value must be `on` or `off`")),
+        };
+        signals = signals.with(signal, on);
+    }
+    Ok(signals)
 }
 
 fn parse_file(path: &Path, text: &str, out: &mut Vec<Rule>) -> Result<(), RulesError> {
@@ -228,6 +356,8 @@ fn parse_file(path: &Path, text: &str, out: &mut Vec<Rule>) -> Result<(), RulesE
         .unwrap_or_default();
     let kind = if stem.starts_with("human") {
         Kind::Human
+    } else if stem.starts_with("browser") {
+        Kind::Shape
     } else {
         Kind::Bot
     };
@@ -339,10 +469,43 @@ mod tests {
     }
 
     #[test]
+    fn signals_parse_and_errors_name_the_line() {
+        let on = parse_signals(Path::new("s"), EMBEDDED_SIGNALS).expect("embedded signals.conf");
+        assert_eq!(RuleLists::embedded().signals, on);
+        let s = parse_signals(
+            Path::new("s"),
+            "# c\nno-browser-shape = on\ndevice-model=off\n",
+        )
+        .expect("parses");
+        assert!(s.is_on(Signal::NoBrowserShape) && !s.is_on(Signal::DeviceModel));
+        for (text, problem) in [
+            ("shape = on", "s:1: unknown signal"),
+            ("\nno-browser-shape = yes", "s:2: the value must be"),
+            ("device-model", "s:1: expected"),
+        ] {
+            let err = parse_signals(Path::new("s"), text).expect_err(text);
+            assert!(err.to_string().starts_with(problem), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_shape_signal_needs_marks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("bots.txt"), "bot\n").expect("write");
+        fs::write(dir.path().join("signals.conf"), "no-browser-shape = on\n").expect("write");
+        let err = RuleLists::from_dir(dir.path()).expect_err("no marks");
+        assert!(matches!(err, RulesError::NoShapeMarks { .. }), "{err}");
+        fs::write(dir.path().join("signals.conf"), "no-browser-shape = off\n").expect("write");
+        let lists = RuleLists::from_dir(dir.path()).expect("off needs no marks");
+        assert!(!lists.signals.is_on(Signal::NoBrowserShape));
+    }
+
+    #[test]
     fn embedded_equals_the_repository_folder() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
         let from_dir = RuleLists::from_dir(&dir).expect("rules/ loads");
         assert_eq!(from_dir.rules, RuleLists::embedded().rules);
+        assert_eq!(from_dir.signals, RuleLists::embedded().signals);
         let mut on_disk: Vec<String> = fs::read_dir(&dir)
             .expect("rules/")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -6,8 +6,12 @@
 //!   bots and browsers, omrilotan's browsers;
 //! * from the npm registry (fetched with `npm pack` on first use, cached in
 //!   `target/corpus/`): `crawler-user-agents` (the instances of each
-//!   pattern), `user-agents` (browser UAs seen in real traffic) and
-//!   `top-user-agents`.
+//!   pattern), `user-agents` (browser UAs seen in real traffic),
+//!   `top-user-agents`, the test fixtures that `ua-parser-js` 0.7.28 and
+//!   `express-useragent` 1.0.15 shipped (browsers, devices and media players;
+//!   robots), and, as the final held-out source only, `random-useragent`
+//!   0.5.0 (a hand-sorted list: spiders, downloaders, validators, libraries
+//!   and feed readers against browsers and devices).
 //!
 //! When a corpus cannot be had, [`missing`] fails under CI (`CI=true` or
 //! `CRAWLGATE_REQUIRE_CORPUS=1`) and skips loudly otherwise.
@@ -22,6 +26,9 @@ use std::process::Command;
 pub enum Label {
     Bot,
     Browser,
+    /// A person's program that is not a browser (media players): reported,
+    /// not held to the browsers' ceilings.
+    App,
 }
 
 /// One labelled set of User-Agents.
@@ -34,6 +41,9 @@ pub struct Corpus {
 const CRAWLER_USER_AGENTS: (&str, &str) = ("crawler-user-agents", "1.60.0");
 const USER_AGENTS: (&str, &str) = ("user-agents", "2.1.198");
 const TOP_USER_AGENTS: (&str, &str) = ("top-user-agents", "2.1.138");
+const UA_PARSER_JS: (&str, &str) = ("ua-parser-js", "0.7.28");
+const EXPRESS_USERAGENT: (&str, &str) = ("express-useragent", "1.0.15");
+const RANDOM_USERAGENT: (&str, &str) = ("random-useragent", "0.5.0");
 
 /// Every corpus, or why one is missing.
 pub fn load_all() -> Result<Vec<Corpus>, String> {
@@ -83,6 +93,55 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
 
     let top_dir = npm_package(TOP_USER_AGENTS)?;
 
+    // ua-parser-js's own fixtures: every browser, device, OS, engine and CPU
+    // case, and the media players apart.
+    let uapjs = npm_package(UA_PARSER_JS)?.join("test");
+    let fixture = |file: &str| -> Result<Vec<String>, String> {
+        let path = uapjs.join(file);
+        let cases: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(cases
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("ua")?.as_str().map(str::to_owned))
+            .collect())
+    };
+    let mut uapjs_browsers = Vec::new();
+    for file in [
+        "browser-test.json",
+        "device-test.json",
+        "os-test.json",
+        "engine-test.json",
+        "cpu-test.json",
+    ] {
+        uapjs_browsers.extend(fixture(file)?);
+    }
+    uapjs_browsers.sort();
+    uapjs_browsers.dedup();
+    let mut uapjs_players = fixture("mediaplayer-test.json")?;
+    uapjs_players.sort();
+    uapjs_players.dedup();
+
+    // express-useragent's bot tests: `var source = '<UA>';` per case.
+    let express = npm_package(EXPRESS_USERAGENT)?.join("test/bots.test.js");
+    let text =
+        std::fs::read_to_string(&express).map_err(|e| format!("{}: {e}", express.display()))?;
+    let source = regex::Regex::new(r#"var source = (?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"#)
+        .map_err(|e| e.to_string())?;
+    let mut express_bots: Vec<String> = source
+        .captures_iter(&text)
+        .filter_map(|c| {
+            c.get(1)
+                .or(c.get(2))
+                .map(|m| m.as_str().replace("\\'", "'"))
+        })
+        .collect();
+    express_bots.sort();
+    express_bots.dedup();
+
     let keep = |uas: Vec<String>| -> Vec<String> {
         uas.into_iter()
             .filter(|ua| !ua.contains('\n') && !ua.contains('\r'))
@@ -115,6 +174,11 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
             uas: keep(cua_instances),
         },
         Corpus {
+            name: "express-useragent bots",
+            label: Label::Bot,
+            uas: keep(express_bots),
+        },
+        Corpus {
             name: "isbot browsers.txt",
             label: Label::Browser,
             uas: keep(text_lines("browsers.txt")?),
@@ -139,17 +203,126 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
             label: Label::Browser,
             uas: keep(json_list(&top_dir.join("src/index.json"))?),
         },
+        Corpus {
+            name: "ua-parser-js tests",
+            label: Label::Browser,
+            uas: keep(uapjs_browsers),
+        },
+        Corpus {
+            name: "ua-parser-js players",
+            label: Label::App,
+            uas: keep(uapjs_players),
+        },
     ])
 }
 
-/// Browser-labelled entries that are automation tools or not browsers at
-/// all (scrapinghub's Splash renderer, Cypress, SlimerJS, jsdom). Counted
-/// raw and reported separately.
+/// The final held-out source, `random-useragent`'s hand-sorted list: its
+/// robot folders (search spiders, other spiders, downloaders, validators,
+/// libraries, feed readers) against its browser and device folders; the
+/// two folders that mix both (`Miscellaneous/Miscellaneous`,
+/// `Mobile Devices/Services`) are left out. The labels were fixed from the
+/// folder names before any User-Agent in it was read.
+pub fn final_source() -> Result<Vec<Corpus>, String> {
+    let dir = npm_package(RANDOM_USERAGENT)?;
+    let path = dir.join("useragent-data.json");
+    let entries: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    const ROBOTS: [&str; 6] = [
+        "/Spiders - Search",
+        "/Miscellaneous/Bots - Spiders",
+        "/Miscellaneous/Downloaders",
+        "/Miscellaneous/Validators",
+        "/Miscellaneous/Libraries",
+        "/Miscellaneous/Feed Readers",
+    ];
+    const MIXED: [&str; 2] = ["/Miscellaneous/Miscellaneous", "/Mobile Devices/Services"];
+    let (mut bots, mut browsers) = (Vec::new(), Vec::new());
+    for e in entries.as_array().into_iter().flatten() {
+        let (Some(folder), Some(ua)) = (e["folder"].as_str(), e["userAgent"].as_str()) else {
+            continue;
+        };
+        if MIXED.contains(&folder) || ua.contains('\n') || ua.contains('\r') {
+            continue;
+        }
+        if ROBOTS.contains(&folder) {
+            bots.push(ua.to_owned());
+        } else {
+            browsers.push(ua.to_owned());
+        }
+    }
+    Ok(vec![
+        Corpus {
+            name: "random-useragent bots",
+            label: Label::Bot,
+            uas: bots,
+        },
+        Corpus {
+            name: "random-useragent browsers",
+            label: Label::Browser,
+            uas: browsers,
+        },
+    ])
+}
+
+/// Browser-labelled entries that are automation tools or not browser
+/// User-Agents at all: counted in the raw figure and reported separately.
+/// The categories, each fixed by its shape and not by what crawlgate says:
+///
+/// * automation: scrapinghub's Splash renderer, Cypress, SlimerJS, jsdom,
+///   headless Chrome, PhantomJS;
+/// * attacks and markup: shell (`() {`), SQL (`SELECT `), HTML (`<`);
+/// * a header line or MIME list instead of a User-Agent (`Accept-Encoding:`,
+///   `text/html,…`);
+/// * a bare browser name or version with no platform, engine or device at
+///   all (`Mozilla/5.0`, `Chrome/41.0 Safari/537.36`, `firefox`, `Internet
+///   Explorer 6.0`, `MSIE9`);
+/// * one or two bare words with no version, platform or punctuation
+///   (`Foo`, `something`, `woot woot`, `NULL`).
 pub fn disputed_browser_label(ua: &str) -> bool {
-    ua.contains(") splash ")
+    let automation = ua.contains(") splash ")
         || ua.contains(" Cypress/")
         || ua.contains(" SlimerJS/")
         || ua.contains(" jsdom")
+        || ua.contains("HeadlessChrome")
+        || ua.contains("PhantomJS");
+    let attack = ua.contains("() {")
+        || ua.contains("() { ")
+        || ua.contains('<')
+        || ua.to_ascii_uppercase().contains("SELECT ");
+    let not_a_user_agent =
+        ua.starts_with("Accept") || ua.starts_with("User-Agent") || ua.starts_with("text/html,");
+    // Every word a browser name, a version or filler: no platform, engine or
+    // device.
+    const BARE: [&str; 10] = [
+        "mozilla",
+        "chrome",
+        "firefox",
+        "safari",
+        "iceweasel",
+        "internet",
+        "explorer",
+        "msie",
+        "opera",
+        "compatible",
+    ];
+    let words: Vec<String> = ua
+        .split([' ', '/', '(', ')', ';', '-'])
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_end_matches('.').to_ascii_lowercase())
+        .collect();
+    let bare_browser = !words.is_empty()
+        && words.iter().all(|w| {
+            BARE.iter().any(|b| {
+                w.starts_with(b) && w[b.len()..].chars().all(|c| c.is_ascii_digit() || c == '.')
+            }) || w.chars().all(|c| c.is_ascii_digit() || c == '.')
+        });
+    let bare_words = words.len() <= 2
+        && ua
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == ' ' || c == '_');
+    automation || attack || not_a_user_agent || bare_browser || bare_words
 }
 
 fn unquote(line: &str) -> String {
