@@ -21,7 +21,7 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
-use crate::rules::{Kind, Rule, RuleLists, RulesError, Signal, Signals};
+use crate::rules::{Edge, Kind, Rule, RuleLists, RulesError, Signal, Signals};
 
 /// Bot or human.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +111,7 @@ pub struct Classifier {
     shape_groups: Vec<Vec<usize>>,
     /// The common platform words that are browser-grammar marks in these
     /// lists, with their rule: the fast path of the shape check.
-    platforms: Vec<(&'static [u8], usize)>,
+    platforms: Vec<Platform>,
     /// Per rule: a generic mark (`generic` list), which the device-model
     /// signal may discount.
     generic: Vec<bool>,
@@ -177,10 +177,16 @@ impl Classifier {
             platforms: PLATFORMS
                 .iter()
                 .filter_map(|&word| {
-                    let i = lists.rules.iter().position(|r| {
+                    let rule = lists.rules.iter().position(|r| {
                         r.kind == Kind::Shape && r.token.as_bytes().eq_ignore_ascii_case(word)
                     })?;
-                    Some((word, i))
+                    let r = &lists.rules[rule];
+                    Some(Platform {
+                        first: word[0].to_ascii_lowercase(),
+                        word,
+                        rule,
+                        free: r.start == Edge::Free && r.end == Edge::Free && !r.exact_case,
+                    })
                 })
                 .collect(),
             shape,
@@ -371,6 +377,7 @@ impl Classifier {
     /// The verdict for a UA without a bot token (`reason` says what the
     /// scan saw): a human exception keeps it human; otherwise, with
     /// [`Signal::NoBrowserShape`] on, it needs a browser-grammar mark.
+    #[inline]
     fn without_bot_token(&self, ua: &[u8], reason: Reason) -> Verdict {
         let excepted = matches!(reason, Reason::NoBotToken(Some(_)));
         if !excepted && self.signals.is_on(Signal::NoBrowserShape) && !self.has_shape(ua) {
@@ -391,7 +398,13 @@ impl Classifier {
     fn has_shape(&self, ua: &[u8]) -> bool {
         // Fast path: the platform comment's first word is one of the common
         // platform marks (`Mozilla/5.0 (Windows NT …`), compared in place.
-        if let Some(open) = ua.iter().take(32).position(|&b| b == b'(') {
+        const MOZILLA: &[u8] = b"Mozilla/5.0 (";
+        let open = if ua.len() > MOZILLA.len() && ua[..MOZILLA.len()] == *MOZILLA {
+            Some(MOZILLA.len() - 1)
+        } else {
+            ua.iter().take(32).position(|&b| b == b'(')
+        };
+        if let Some(open) = open {
             let mut at = open + 1;
             // `(compatible; MSIE 8.0; Windows NT …`: the platform follows.
             const COMPATIBLE: &[u8] = b"compatible; ";
@@ -401,12 +414,15 @@ impl Classifier {
                 at += COMPATIBLE.len();
             }
             let rest = &ua[at..];
-            for &(word, i) in &self.platforms {
-                if rest.len() >= word.len()
-                    && rest[..word.len()].eq_ignore_ascii_case(word)
-                    && self.rules[i].accepts(ua, at, at + word.len())
-                {
-                    return true;
+            if let Some(first) = rest.first().map(u8::to_ascii_lowercase) {
+                for p in &self.platforms {
+                    if p.first == first
+                        && rest.len() >= p.word.len()
+                        && rest[..p.word.len()].eq_ignore_ascii_case(p.word)
+                        && (p.free || self.rules[p.rule].accepts(ua, at, at + p.word.len()))
+                    {
+                        return true;
+                    }
                 }
             }
         }
@@ -456,6 +472,18 @@ impl Classifier {
             Some(list) => list,
         }
     }
+}
+
+/// One of [`PLATFORMS`] that the lists hold as a mark.
+#[derive(Clone, Debug)]
+struct Platform {
+    /// The word's first byte, lower case: most candidates fail on it.
+    first: u8,
+    word: &'static [u8],
+    /// Its rule in [`Classifier::rules`].
+    rule: usize,
+    /// The rule has no edge or case condition: the match alone holds.
+    free: bool,
 }
 
 /// The platform words that most browsers' comments start with, tried first

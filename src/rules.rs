@@ -222,8 +222,9 @@ pub enum RulesError {
     /// a human; almost certainly the wrong folder.
     #[error("no bot tokens in {0} (expected *.txt token lists)")]
     NoBotTokens(PathBuf),
-    /// A structural signal needs marks that the folder does not have.
-    #[error("signal {signal} is on but {dir} has no browser*.txt marks; switch it off in signals.conf or add the marks")]
+    /// A structural signal needs marks that the folder's browser*.txt files
+    /// do not have.
+    #[error("signal {signal} is on but the browser*.txt files of {dir} hold no marks; switch it off in signals.conf or add marks")]
     NoShapeMarks {
         /// The signal's name.
         signal: &'static str,
@@ -279,6 +280,17 @@ impl RuleLists {
         }
         if !rules.iter().any(|r| r.kind == Kind::Bot) {
             return Err(RulesError::NoBotTokens(dir.to_owned()));
+        }
+        // A folder without browser*.txt (token lists written before the
+        // marks existed) gets the built-in marks.
+        let has_marks_file = files.iter().any(|f| {
+            f.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("browser"))
+        });
+        if !has_marks_file {
+            for (name, text) in EMBEDDED.iter().filter(|(n, _)| n.starts_with("browser")) {
+                parse_file(Path::new(name), text, &mut rules)?;
+            }
         }
         sort(&mut rules);
         // A folder without its own signals.conf gets the built-in switches.
@@ -492,12 +504,20 @@ mod tests {
     fn the_shape_signal_needs_marks() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("bots.txt"), "bot\n").expect("write");
+        // No browser*.txt: the built-in marks.
+        let lists = RuleLists::from_dir(dir.path()).expect("built-in marks");
+        let embedded = RuleLists::embedded();
+        let marks = |l: &RuleLists| l.rules.iter().filter(|r| r.kind == Kind::Shape).count();
+        assert_eq!(marks(&lists), marks(&embedded));
+        // An empty one: no marks, which the signal cannot work without.
+        fs::write(dir.path().join("browser.txt"), "# none\n").expect("write");
         fs::write(dir.path().join("signals.conf"), "no-browser-shape = on\n").expect("write");
         let err = RuleLists::from_dir(dir.path()).expect_err("no marks");
         assert!(matches!(err, RulesError::NoShapeMarks { .. }), "{err}");
         fs::write(dir.path().join("signals.conf"), "no-browser-shape = off\n").expect("write");
         let lists = RuleLists::from_dir(dir.path()).expect("off needs no marks");
         assert!(!lists.signals.is_on(Signal::NoBrowserShape));
+        assert_eq!(marks(&lists), 0);
     }
 
     #[test]

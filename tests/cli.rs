@@ -194,7 +194,8 @@ fn classify_reads_lines_and_explains() {
         Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0\r\n\
         \n\
         python-requests/2.32\n\
-        Mozilla/5.0 \xff\xfe not utf-8\n";
+        Mozilla/5.0 (X11) \xff\xfe not utf-8\n\
+        SiteTool/2.1\n";
     child
         .stdin
         .take()
@@ -205,7 +206,7 @@ fn classify_reads_lines_and_explains() {
     assert!(out.status.success());
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "bot\tsearch:Googlebot\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tlibrary:python-requests\nhuman\tno-bot-token\n"
+        "bot\tsearch:Googlebot\nhuman\tno-bot-token\nbot\tempty-user-agent\nbot\tlibrary:python-requests\nhuman\tno-bot-token\nbot\tstructure:no-browser-shape\n"
     );
 }
 
@@ -228,7 +229,7 @@ fn classify_uses_a_rules_folder_when_given() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(b"Firefox/133\ncurl/8\n")
+        .write_all(b"Firefox/133\nMozilla/5.0 (X11; Linux) curl/8\n")
         .expect("write");
     let out = child.wait_with_output().expect("wait");
     assert_eq!(

@@ -286,3 +286,32 @@ fn the_scan_starts_at_or_before_the_first_of_two_tokens() {
         }
     }
 }
+
+/// The shape check's fast path (the platform word after the first `(`)
+/// says yes only where the mark automaton finds a mark too.
+#[test]
+fn the_shape_fast_path_agrees_with_the_mark_automaton() {
+    let c = classifier();
+    let mut uas: Vec<&[u8]> = HUMANS.iter().map(|ua| ua.as_bytes()).collect();
+    uas.extend(ROWS.iter().map(|&(ua, _)| ua));
+    uas.extend([
+        &b"mozilla/5.0 (windows nt 10.0)"[..],
+        b"Mozilla/5.0 (compatible; MSIE 9.0; Windows NT 6.1)",
+        b"Mozilla/5.0 (compatible; MSIE9)",
+        b"Mozilla/5.0 (X11abc)",
+        b"Mozilla/5.0 (X11; Linux)",
+        b"Mozilla/5.0 (",
+        b"Mozilla/5.0 (compatible; ",
+        b"Opera/9.80 (J2ME/MIDP; Opera Mini/4.2)",
+        b"Foo (iPhone",
+        b"(",
+    ]);
+    for ua in uas {
+        assert_eq!(
+            c.has_shape(ua),
+            c.first_shape_mark(ua).is_some(),
+            "{}",
+            String::from_utf8_lossy(ua)
+        );
+    }
+}
