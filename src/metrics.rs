@@ -386,18 +386,20 @@ mod tests {
             counters.count(Route::Block, Some((google.class, google.reason)), 403);
         }
         counters.count(Route::Reject, None, 400);
+        let tool = classifier.classify(Some(b"SiteTool/2.1"));
+        counters.count(Route::Forward, Some((tool.class, tool.reason)), 200);
+        let phone = classifier.classify(Some(
+            b"Mozilla/5.0 (Linux; Android 6.0; B BOT 50 Build/MRA58K) AppleWebKit/537.36",
+        ));
+        counters.count(Route::Forward, Some((phone.class, phone.reason)), 200);
         let text = metrics.encode();
-        assert!(
-            text.contains(
-                r#"crawlgate_requests_total{decision="block",class="search",code="4xx"} 3"#
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                r#"crawlgate_requests_total{decision="reject",class="none",code="4xx"} 1"#
-            ),
-            "{text}"
-        );
+        for line in [
+            r#"crawlgate_requests_total{decision="forward",class="unknown",code="2xx"} 1"#,
+            r#"crawlgate_requests_total{decision="forward",class="human",code="2xx"} 1"#,
+            r#"crawlgate_requests_total{decision="block",class="search",code="4xx"} 3"#,
+            r#"crawlgate_requests_total{decision="reject",class="none",code="4xx"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
     }
 }
