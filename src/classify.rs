@@ -133,22 +133,12 @@ impl Classifier {
     /// Compiles `lists` into one automaton.
     pub fn new(lists: &RuleLists) -> Result<Self, RulesError> {
         let (patterns, groups) = compile_patterns(lists, |k| k != Kind::Shape);
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostLongest)
-            .kind(Some(AhoCorasickKind::ContiguousNFA))
-            .build(&patterns)?;
+        let automaton = full_scan_automaton(&patterns)?;
         let (shape_patterns, shape_groups) = compile_patterns(lists, |k| k == Kind::Shape);
         let shape = if shape_patterns.is_empty() {
             None
         } else {
-            Some(
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .build(&shape_patterns)?,
-            )
+            Some(full_scan_automaton(&shape_patterns)?)
         };
         let mut prefixes: Vec<&[u8]> = patterns
             .iter()
@@ -194,11 +184,6 @@ impl Classifier {
             generic: lists.rules.iter().map(|r| &*r.list == "generic").collect(),
             signals: lists.signals,
         })
-    }
-
-    /// The structural signals this classifier applies.
-    pub fn signals(&self) -> Signals {
-        self.signals
     }
 
     /// Rule `i`'s name as [`Classifier::explain`] writes it
@@ -334,12 +319,7 @@ impl Classifier {
         let mut model = None;
         let mut at = from.min(ua.len());
         while let Some(m) = self.automaton.find(Input::new(ua).span(at..ua.len())) {
-            let group = &self.groups[m.pattern().as_usize()];
-            let accepted = group
-                .iter()
-                .copied()
-                .find(|&i| self.rules[i].accepts(ua, m.start(), m.end()));
-            let Some(index) = accepted else {
+            let Some(index) = self.holding(&self.groups, ua, &m) else {
                 // A shorter token may still match from the next byte on.
                 at = m.start() + 1;
                 continue;
@@ -430,6 +410,15 @@ impl Classifier {
         self.first_shape_mark(ua).is_some()
     }
 
+    /// The first rule of match `m`'s group whose edge and case conditions
+    /// hold there, in priority order.
+    fn holding(&self, groups: &[Vec<usize>], ua: &[u8], m: &aho_corasick::Match) -> Option<usize> {
+        groups[m.pattern().as_usize()]
+            .iter()
+            .copied()
+            .find(|&i| self.rules[i].accepts(ua, m.start(), m.end()))
+    }
+
     /// The first browser-grammar mark that holds in `ua` (index into
     /// [`Classifier::rules`]): what the evaluation credits a mark with.
     #[doc(hidden)]
@@ -437,11 +426,7 @@ impl Classifier {
         let shape = self.shape.as_ref()?;
         let mut at = 0;
         while let Some(m) = shape.find(Input::new(ua).span(at..ua.len())) {
-            let group = &self.shape_groups[m.pattern().as_usize()];
-            if let Some(&i) = group
-                .iter()
-                .find(|&&i| self.rules[i].accepts(ua, m.start(), m.end()))
-            {
+            if let Some(i) = self.holding(&self.shape_groups, ua, &m) {
                 return Some(i);
             }
             at = m.start() + 1;
@@ -507,6 +492,16 @@ const PLATFORMS: [&[u8]; 12] = [
 /// The class of a robot found by structure alone: it did not say what it
 /// is.
 pub const UNKNOWN_CLASS: &str = "unknown";
+
+/// A leftmost-longest, ASCII case-insensitive contiguous NFA over
+/// `patterns`: the full scan's automaton, for the tokens and for the marks.
+fn full_scan_automaton(patterns: &[String]) -> Result<AhoCorasick, RulesError> {
+    Ok(AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostLongest)
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
+        .build(patterns)?)
+}
 
 /// The token lists' rules of the kinds `keep` selects, case-folded and
 /// deduplicated: the automaton's patterns and, per pattern, its rules in

@@ -340,11 +340,11 @@ impl RequestCounters {
     pub fn count(&self, route: Route, verdict: Option<(UaClass, Reason)>, status: u16) {
         let class = match verdict {
             None => NONE,
-            Some((UaClass::Human, _)) | Some((_, Reason::NoBotToken(_))) => HUMAN,
+            Some((UaClass::Human, _))
+            | Some((_, Reason::NoBotToken(_) | Reason::DeviceModel(_))) => HUMAN,
             Some((_, Reason::EmptyUserAgent)) => NO_USER_AGENT,
             Some((_, Reason::Token(i))) => self.rule_class.get(i).copied().unwrap_or(NONE),
             Some((_, Reason::Structure(_))) => UNKNOWN,
-            Some((_, Reason::DeviceModel(_))) => HUMAN,
         };
         let code = usize::from((status / 100).clamp(1, 5) - 1);
         // `Route::ALL` lists the variants in declaration order.
