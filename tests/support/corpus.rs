@@ -56,17 +56,9 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
             .map(unquote)
             .collect())
     };
-    let json_list = |path: &Path| -> Result<Vec<String>, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
-    };
 
     let cua_dir = npm_package(CRAWLER_USER_AGENTS)?;
-    let cua: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(cua_dir.join("crawler-user-agents.json"))
-            .map_err(|e| format!("crawler-user-agents.json: {e}"))?,
-    )
-    .map_err(|e| format!("crawler-user-agents.json: {e}"))?;
+    let cua: serde_json::Value = read_json(&cua_dir.join("crawler-user-agents.json"))?;
     let cua_instances: Vec<String> = cua
         .as_array()
         .into_iter()
@@ -77,17 +69,10 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
         .collect();
 
     let ua_dir = npm_package(USER_AGENTS)?;
-    let ua_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(ua_dir.join("dist/user-agents.json"))
-            .map_err(|e| format!("user-agents.json: {e}"))?,
-    )
-    .map_err(|e| format!("user-agents.json: {e}"))?;
-    let mut real_traffic: Vec<String> = ua_json
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.get("userAgent")?.as_str().map(str::to_owned))
-        .collect();
+    let mut real_traffic = field_strings(
+        &read_json(&ua_dir.join("dist/user-agents.json"))?,
+        "userAgent",
+    );
     real_traffic.sort();
     real_traffic.dedup();
 
@@ -97,17 +82,7 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
     // case, and the media players apart.
     let uapjs = npm_package(UA_PARSER_JS)?.join("test");
     let fixture = |file: &str| -> Result<Vec<String>, String> {
-        let path = uapjs.join(file);
-        let cases: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(cases
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.get("ua")?.as_str().map(str::to_owned))
-            .collect())
+        Ok(field_strings(&read_json(&uapjs.join(file))?, "ua"))
     };
     let mut uapjs_browsers = Vec::new();
     for file in [
@@ -158,7 +133,7 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
             label: Label::Bot,
             // myip.ms lists CUBOT phones (real browsers) as bots; the isbot
             // crate's own test skips them for the same reason.
-            uas: keep(json_list(&fixtures.join("myip-ms-live-bots.json"))?)
+            uas: keep(read_json(&fixtures.join("myip-ms-live-bots.json"))?)
                 .into_iter()
                 .filter(|ua| !ua.contains("CUBOT"))
                 .collect(),
@@ -166,7 +141,7 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
         Corpus {
             name: "ua-parser bots",
             label: Label::Bot,
-            uas: keep(json_list(&fixtures.join("ua-parser-bots.json"))?),
+            uas: keep(read_json(&fixtures.join("ua-parser-bots.json"))?),
         },
         Corpus {
             name: "crawler-user-agents",
@@ -186,12 +161,12 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
         Corpus {
             name: "ua-parser browsers",
             label: Label::Browser,
-            uas: keep(json_list(&fixtures.join("ua-parser-browsers.json"))?),
+            uas: keep(read_json(&fixtures.join("ua-parser-browsers.json"))?),
         },
         Corpus {
             name: "omrilotan browsers",
             label: Label::Browser,
-            uas: keep(json_list(&fixtures.join("omrilotan-browsers.json"))?),
+            uas: keep(read_json(&fixtures.join("omrilotan-browsers.json"))?),
         },
         Corpus {
             name: "user-agents (npm)",
@@ -201,7 +176,7 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
         Corpus {
             name: "top-user-agents",
             label: Label::Browser,
-            uas: keep(json_list(&top_dir.join("src/index.json"))?),
+            uas: keep(read_json(&top_dir.join("src/index.json"))?),
         },
         Corpus {
             name: "ua-parser-js tests",
@@ -224,11 +199,7 @@ pub fn load_all() -> Result<Vec<Corpus>, String> {
 /// folder names before any User-Agent in it was read.
 pub fn final_source() -> Result<Vec<Corpus>, String> {
     let dir = npm_package(RANDOM_USERAGENT)?;
-    let path = dir.join("useragent-data.json");
-    let entries: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?,
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let entries: serde_json::Value = read_json(&dir.join("useragent-data.json"))?;
     const ROBOTS: [&str; 6] = [
         "/Spiders - Search",
         "/Miscellaneous/Bots - Spiders",
@@ -323,6 +294,22 @@ pub fn disputed_browser_label(ua: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphabetic() || c == ' ' || c == '_');
     automation || attack || not_a_user_agent || bare_browser || bare_words
+}
+
+/// A JSON file, parsed; errors name the file.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The string field `key` of each object of a JSON array.
+fn field_strings(array: &serde_json::Value, key: &str) -> Vec<String> {
+    array
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.get(key)?.as_str().map(str::to_owned))
+        .collect()
 }
 
 fn unquote(line: &str) -> String {
