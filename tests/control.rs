@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crawlgate::config::Overrides;
 use support::{get, Proxy, Upstream, GOOGLEBOT};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 /// crawlgate with `toml` and two workers, in front of `upstream`.
 async fn two_workers(toml: &str, upstream: &Upstream) -> Proxy {
@@ -68,15 +68,12 @@ async fn a_drain_finishes_what_is_in_flight_then_returns() {
     let proxy = two_workers("", &upstream).await;
     let addr = proxy.addr;
     // A large download, read slowly: in flight when the drain starts.
-    let mut slow = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    slow.write_all(
+    let (mut slow, first) = support::open_exchange(
+        addr,
         b"GET /download?bytes=8000000 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
     )
-    .await
-    .expect("write");
-    let mut first = [0u8; 4096];
-    let n = slow.read(&mut first).await.expect("read");
-    assert!(first[..n].starts_with(b"HTTP/1.1 200"));
+    .await;
+    assert!(first.starts_with(b"HTTP/1.1 200"));
 
     proxy.drain().await;
     // New connections are refused once the listeners are closed.
@@ -94,7 +91,7 @@ async fn a_drain_finishes_what_is_in_flight_then_returns() {
         .await
         .expect("the download finished during the drain")
         .expect("read");
-    let body = n + rest.len();
+    let body = first.len() + rest.len();
     assert!(body > 8_000_000, "only {body} bytes arrived");
     proxy.stop().await;
 }

@@ -128,15 +128,11 @@ async fn metrics_count_a_known_request_mix_exactly() {
     assert_eq!(value(&s, "crawlgate_upstream_requests_in_flight", &[]), 0.0);
     assert_eq!(total(&s, "crawlgate_upstream_errors_total"), 0.0);
     // A keep-alive connection is counted while it is open.
-    let mut held = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    tokio::io::AsyncWriteExt::write_all(
-        &mut held,
+    let (held, _) = support::open_exchange(
+        addr,
         b"GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
     )
-    .await
-    .expect("write");
-    let mut buf = [0u8; 4096];
-    let _ = tokio::io::AsyncReadExt::read(&mut held, &mut buf).await;
+    .await;
     let open = value(
         &scrape(admin).await,
         "crawlgate_client_connections_open",
@@ -243,17 +239,11 @@ async fn upstream_errors_are_counted_by_kind_and_readyz_says_why() {
     assert_eq!(ready.status, 200, "{}", ready.text());
 
     // A download in flight keeps the drain going: not ready meanwhile.
-    let mut slow = tokio::net::TcpStream::connect(proxy.addr)
-        .await
-        .expect("connect");
-    tokio::io::AsyncWriteExt::write_all(
-        &mut slow,
+    let (slow, _) = support::open_exchange(
+        proxy.addr,
         b"GET /download?bytes=100000000 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
     )
-    .await
-    .expect("write");
-    let mut first = [0u8; 1024];
-    let _ = tokio::io::AsyncReadExt::read(&mut slow, &mut first).await;
+    .await;
     proxy.drain().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
     loop {

@@ -434,6 +434,18 @@ pub async fn try_send_raw(addr: SocketAddr, request: &[u8]) -> Option<Raw> {
         .then(|| parse_raw(&buf))
 }
 
+/// Opens a connection, sends `request` and reads the first bytes of the
+/// answer, keeping the connection open: a keep-alive client, or a download
+/// in flight that the caller reads no further.
+pub async fn open_exchange(addr: SocketAddr, request: &[u8]) -> (TcpStream, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut first = vec![0u8; 4096];
+    let n = stream.read(&mut first).await.unwrap_or(0);
+    first.truncate(n);
+    (stream, first)
+}
+
 pub fn parse_raw(buf: &[u8]) -> Raw {
     let split = buf
         .windows(4)
