@@ -41,6 +41,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("structural.txt", include_str!("../rules/structural.txt")),
 ];
 
+/// Files whose name starts with this hold browser-grammar marks
+/// ([`Kind::Shape`]).
+const MARKS_PREFIX: &str = "browser";
+
 /// The embedded `signals.conf`.
 const EMBEDDED_SIGNALS: &str = include_str!("../rules/signals.conf");
 
@@ -285,10 +289,10 @@ impl RuleLists {
         // marks existed) gets the built-in marks.
         let has_marks_file = files.iter().any(|f| {
             f.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("browser"))
+                .is_some_and(|n| n.to_string_lossy().starts_with(MARKS_PREFIX))
         });
         if !has_marks_file {
-            for (name, text) in EMBEDDED.iter().filter(|(n, _)| n.starts_with("browser")) {
+            for (name, text) in EMBEDDED.iter().filter(|(n, _)| n.starts_with(MARKS_PREFIX)) {
                 parse_file(Path::new(name), text, &mut rules)?;
             }
         }
@@ -368,7 +372,7 @@ fn parse_file(path: &Path, text: &str, out: &mut Vec<Rule>) -> Result<(), RulesE
         .unwrap_or_default();
     let kind = if stem.starts_with("human") {
         Kind::Human
-    } else if stem.starts_with("browser") {
+    } else if stem.starts_with(MARKS_PREFIX) {
         Kind::Shape
     } else {
         Kind::Bot
