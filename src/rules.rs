@@ -253,9 +253,7 @@ impl RuleLists {
             let _ = parse_file(Path::new(name), text, &mut rules);
         }
         sort(&mut rules);
-        // Tested like the lists (`embedded_rules_parse`).
-        let signals =
-            parse_signals(Path::new("signals.conf"), EMBEDDED_SIGNALS).unwrap_or(Signals::NONE);
+        let signals = embedded_signals();
         Self {
             rules,
             signals,
@@ -301,9 +299,7 @@ impl RuleLists {
         let signals_path = dir.join("signals.conf");
         let signals = match fs::read_to_string(&signals_path) {
             Ok(text) => parse_signals(&signals_path, &text)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                parse_signals(Path::new("signals.conf"), EMBEDDED_SIGNALS)?
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => embedded_signals(),
             Err(e) => return Err(read_err(&signals_path, e)),
         };
         if signals.is_on(Signal::NoBrowserShape) && !rules.iter().any(|r| r.kind == Kind::Shape) {
@@ -330,6 +326,13 @@ fn sort(rules: &mut [Rule]) {
         };
         (rank(a.kind), &a.list).cmp(&(rank(b.kind), &b.list))
     });
+}
+
+/// The built-in `signals.conf`. It is tested
+/// (`signals_parse_and_errors_name_the_line`), so a bad line here is a
+/// build defect; all signals off keeps this total.
+fn embedded_signals() -> Signals {
+    parse_signals(Path::new("signals.conf"), EMBEDDED_SIGNALS).unwrap_or(Signals::NONE)
 }
 
 /// Reads `signals.conf`: `name = on|off` per line, `#` comments; a signal
@@ -501,6 +504,11 @@ mod tests {
         ] {
             let err = parse_signals(Path::new("s"), text).expect_err(text);
             assert!(err.to_string().starts_with(problem), "{err}");
+        }
+        // The message lists every signal there is.
+        let err = parse_signals(Path::new("s"), "x = on").expect_err("unknown");
+        for signal in Signal::ALL {
+            assert!(err.to_string().contains(signal.name()), "{err}");
         }
     }
 
