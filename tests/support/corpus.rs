@@ -258,10 +258,8 @@ pub fn disputed_browser_label(ua: &str) -> bool {
         || ua.contains(" jsdom")
         || ua.contains("HeadlessChrome")
         || ua.contains("PhantomJS");
-    let attack = ua.contains("() {")
-        || ua.contains("() { ")
-        || ua.contains('<')
-        || ua.to_ascii_uppercase().contains("SELECT ");
+    let attack =
+        ua.contains("() {") || ua.contains('<') || ua.to_ascii_uppercase().contains("SELECT ");
     let not_a_user_agent =
         ua.starts_with("Accept") || ua.starts_with("User-Agent") || ua.starts_with("text/html,");
     // Every word a browser name, a version or filler: no platform, engine or
