@@ -252,21 +252,31 @@ impl Classifier {
         if q <= OVERLAP {
             return self.walk(ua, 0, self.quick_start).map(scan_start);
         }
-        // Slice k holds the occurrences that end in [k*q, (k+1)*q) (the
-        // last one: up to n), starting up to OVERLAP bytes earlier.
+        // Lane k walks the bytes from offsets[k] on, `len` of them (the
+        // last lane: to the end). Lane k > 0 starts OVERLAP bytes before
+        // k*q, so every occurrence that ends in [k*q, (k+1)*q) lies wholly
+        // in lane k; lanes may also see some of their neighbour's, which
+        // is harmless. Equal lengths keep the four walks in step to the
+        // end, with no serial tails.
+        let len = q + OVERLAP;
         let offsets = [0, q - OVERLAP, 2 * q - OVERLAP, 3 * q - OVERLAP];
-        let s0 = &ua[..q];
-        let s1 = &ua[offsets[1]..2 * q];
-        let s2 = &ua[offsets[2]..3 * q];
+        let s0 = &ua[..len];
+        let s1 = &ua[offsets[1]..offsets[1] + len];
+        let s2 = &ua[offsets[2]..offsets[2] + len];
         let s3 = &ua[offsets[3]..];
-        let slices = [s0, s1, s2, s3];
         let dfa = &self.quick;
         let step = |sid: &mut StateID, byte: u8| {
             *sid = dfa.next_state(Anchored::No, *sid, byte);
             dfa.is_special(*sid)
         };
         let mut ids = [self.quick_start; 4];
-        let lanes = s0.iter().zip(&s1[..q]).zip(&s2[..q]).zip(&s3[..q]);
+        // The earliest prefix end found so far, and how many lanes (from
+        // the first) may still hold an earlier one: once lane k has found
+        // its first, the lanes after it can only hold later ones, and the
+        // lanes before it walk on, still in step.
+        let mut earliest = usize::MAX;
+        let mut live = 4;
+        let lanes = s0.iter().zip(s1).zip(s2).zip(&s3[..len]);
         for (i, (((&b0, &b1), &b2), &b3)) in lanes.enumerate() {
             let special = step(&mut ids[0], b0)
                 | step(&mut ids[1], b1)
@@ -275,28 +285,22 @@ impl Classifier {
             if !special {
                 continue;
             }
-            let Some(k) = ids.iter().position(|&sid| dfa.is_match(sid)) else {
-                continue;
-            };
-            // Lane k has the first prefix end at or after step i; a lane
-            // before it may still hold an earlier one beyond step i: walk
-            // those on to their first match, and start at the earliest.
-            let mut earliest = offsets[k] + i;
-            for j in 0..k {
-                if let Some(end) = self.walk(slices[j], i + 1, ids[j]) {
-                    earliest = earliest.min(offsets[j] + end);
-                    break; // lane j's positions all precede lane j+1's
+            if let Some(k) = ids[..live].iter().position(|&sid| dfa.is_match(sid)) {
+                earliest = earliest.min(offsets[k] + i);
+                live = k;
+                if live == 0 {
+                    break;
                 }
             }
-            return Some(scan_start(earliest));
         }
-        // Lane 0 is done without a match; the tails in lane order.
-        for k in 1..4 {
-            if let Some(end) = self.walk(slices[k], q, ids[k]) {
-                return Some(scan_start(offsets[k] + end));
-            }
+        if live == 4 {
+            // Nothing found; only the last lane has bytes left (fewer than
+            // four).
+            return self
+                .walk(s3, len, ids[3])
+                .map(|end| scan_start(offsets[3] + end));
         }
-        None
+        Some(scan_start(earliest))
     }
 
     /// Walks `bytes[from..]` in the quick DFA from state `sid`; the index
