@@ -81,6 +81,7 @@ fn bench_decide(c: &mut Criterion) {
             strip_www_path: true,
             hosts: Vec::new(),
         },
+        shed: None,
     };
     // (host, path, query, UA index): page views, an action, a redirect, robots.
     let requests: &[(&str, &str, Option<&str>, usize)] = &[
@@ -104,6 +105,7 @@ fn bench_decide(c: &mut Criterion) {
                     path,
                     query,
                     user_agent: Some(UAS[ua].as_bytes()),
+                    pressure: Default::default(),
                 };
                 black_box(decide(black_box(&facts), &policy));
             }

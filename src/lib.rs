@@ -13,7 +13,9 @@
 //!    User-Agent into [`policy::Facts`] and calls [`policy::decide`], a pure
 //!    function: [`classify`] the User-Agent, block a bot's action URL
 //!    ([`query`] knows how PHP reads parameter names), redirect to the
-//!    [`canonical`] address, serve [`robots`].txt, or forward.
+//!    [`canonical`] address, serve [`robots`].txt, [`shed`] a robot while
+//!    the upstream is under pressure (the pressure is a fact handed in),
+//!    or forward.
 //! 3. A synthetic decision becomes a [`response`]; `Forward` goes through
 //!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
 //!    An HTTP/1.1 upgrade (WebSocket) the upstream accepts with 101 is
@@ -26,7 +28,9 @@
 //! * [`config`]: TOML file + flags → validated [`config::Config`].
 //! * [`rules`]: the token lists in `rules/` (embedded or from a folder).
 //! * [`classify`], [`query`], [`canonical`], [`robots`], [`policy`]: the
-//!   decision, with no I/O (robots checks one file's existence).
+//!   decision, with no I/O (robots checks one file's existence); [`shed`]:
+//!   the pure shedding state machine and the process-wide load tracker
+//!   that feeds it.
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
@@ -56,6 +60,7 @@ pub mod rules;
 pub mod run;
 pub mod server;
 pub mod service;
+pub mod shed;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;

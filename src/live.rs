@@ -57,7 +57,14 @@ pub fn load(
     observer: &Arc<Observer>,
 ) -> Result<Loaded, LoadError> {
     let config = Config::load(path, overrides)?;
-    let shared = Shared::new(&config, Arc::clone(observer))?;
+    let shared = Shared::new(&config, Arc::clone(observer)).map_err(|err| match (err, path) {
+        (SetupError::Shed(class), Some(path)) => LoadError::Config(ConfigError::invalid_in(
+            path,
+            "shed.order",
+            class.to_string(),
+        )),
+        (err, _) => LoadError::Setup(err),
+    })?;
     let certs = match &config.tls {
         Some(tls) => Some(CertStore::load(
             &tls.certs_dir,

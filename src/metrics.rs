@@ -85,6 +85,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     upstream_seconds: Histogram,
     upstream_in_flight: Gauge,
+    shed_level: Gauge,
     upstream_errors: Family<ErrorLabels, Counter>,
     connections: Family<ProtocolLabels, Gauge>,
     tls_handshakes: Family<ResultLabels, Counter>,
@@ -122,6 +123,12 @@ impl Metrics {
             "upstream_requests_in_flight",
             "Requests sent upstream whose response is not yet complete",
             upstream_in_flight.clone(),
+        );
+        let shed_level = Gauge::default();
+        registry.register(
+            "shed_level",
+            "Tiers of robot classes being shed under upstream pressure (0: none)",
+            shed_level.clone(),
         );
         let upstream_errors = Family::<ErrorLabels, Counter>::default();
         registry.register(
@@ -185,6 +192,7 @@ impl Metrics {
             requests,
             upstream_seconds,
             upstream_in_flight,
+            shed_level,
             upstream_errors,
             connections,
             tls_handshakes,
@@ -224,6 +232,16 @@ impl Metrics {
     pub fn upstream_in_flight(&self) -> InFlight {
         self.upstream_in_flight.inc();
         InFlight(self.upstream_in_flight.clone())
+    }
+
+    /// Requests in flight upstream now.
+    pub fn upstream_in_flight_now(&self) -> u64 {
+        self.upstream_in_flight.get().max(0) as u64
+    }
+
+    /// The shedding level now.
+    pub fn shed_level(&self, level: u8) {
+        self.shed_level.set(i64::from(level));
     }
 
     /// A client connection open in `protocol` until the guard drops.

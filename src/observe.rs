@@ -28,6 +28,7 @@ use crate::metrics::{InFlight, Metrics};
 use crate::proxy::BodyBytes;
 use crate::response::Body;
 use crate::service::Shared;
+use crate::shed::Load;
 
 /// Longest path, host or request-target written to the access log, in
 /// bytes.
@@ -46,19 +47,23 @@ pub enum Route {
     Robots,
     /// Refused before any decision (bad framing, too long, CONNECT).
     Reject,
+    /// A robot shed under upstream pressure: 503 or 429.
+    Shed,
 }
 
 impl Route {
     /// Every route, in declaration order (`route as usize` indexes it).
-    pub const ALL: [Route; 5] = [
+    pub const ALL: [Route; 6] = [
         Route::Forward,
         Route::Block,
         Route::Redirect,
         Route::Robots,
         Route::Reject,
+        Route::Shed,
     ];
 
-    /// The label: `forward`, `block`, `redirect`, `robots`, `reject`.
+    /// The label: `forward`, `block`, `redirect`, `robots`, `reject`,
+    /// `shed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Route::Forward => "forward",
@@ -66,6 +71,7 @@ impl Route {
             Route::Redirect => "redirect",
             Route::Robots => "robots",
             Route::Reject => "reject",
+            Route::Shed => "shed",
         }
     }
 }
@@ -172,6 +178,8 @@ pub struct Observer {
     pub metrics: Arc<Metrics>,
     /// What `/readyz` reports.
     pub health: Health,
+    /// The upstream's load, for shedding.
+    pub load: Load,
     log: OnceLock<AccessLog>,
 }
 
@@ -314,6 +322,11 @@ impl Pending {
             body_bytes: None,
             start,
         }
+    }
+
+    /// When the request arrived.
+    pub fn start(&self) -> Instant {
+        self.start
     }
 
     fn finish(mut self) {

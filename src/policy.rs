@@ -10,12 +10,16 @@
 //!    robot cannot reach an action through a redirect either);
 //! 3. a non-canonical address is redirected, both fixes in one hop;
 //! 4. `GET|HEAD /robots.txt` is answered by the proxy;
-//! 5. everything else is forwarded.
+//! 5. a robot whose class is shed under the current [`Pressure`] is
+//!    answered 503 (or 429) with `Retry-After` ([`crate::shed`]); humans
+//!    never are;
+//! 6. everything else is forwarded.
 
 use http::{Method, StatusCode};
 
 use crate::classify::{Classifier, UaClass, Verdict};
 use crate::config::RedirectConfig;
+use crate::shed::{Pressure, Shed, ShedPolicy};
 use crate::{canonical, query};
 
 /// What the request path needs, compiled from config and rules. One
@@ -28,6 +32,8 @@ pub struct Policy {
     pub blocked_params: Vec<Box<str>>,
     /// Canonical redirect settings.
     pub redirect: RedirectConfig,
+    /// Shedding robots under pressure, when on.
+    pub shed: Option<ShedPolicy>,
 }
 
 /// The facts of one request that the decision depends on, borrowed.
@@ -45,6 +51,8 @@ pub struct Facts<'a> {
     pub query: Option<&'a str>,
     /// The User-Agent header bytes.
     pub user_agent: Option<&'a [u8]>,
+    /// The upstream's load, as shedding sees it (the default: none).
+    pub pressure: Pressure,
 }
 
 /// What to do with the request.
@@ -64,17 +72,21 @@ pub enum Decision {
     },
     /// Answer with the synthesized robots.txt.
     ServeRobots,
+    /// Answer 503 or 429 with `Retry-After`: a robot while the upstream is
+    /// under pressure.
+    Shed(Shed),
     /// Pass the request to the upstream.
     Forward,
 }
 
 impl Decision {
-    /// `block`, `redirect`, `robots` or `forward`, for logs.
+    /// `block`, `redirect`, `robots`, `shed` or `forward`, for logs.
     pub fn as_str(&self) -> &'static str {
         match self {
             Decision::Block { .. } => "block",
             Decision::Redirect { .. } => "redirect",
             Decision::ServeRobots => "robots",
+            Decision::Shed(_) => "shed",
             Decision::Forward => "forward",
         }
     }
@@ -114,6 +126,14 @@ pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
         return (verdict, Decision::ServeRobots);
     }
 
+    if let Some(shed) = policy
+        .shed
+        .as_ref()
+        .and_then(|s| s.decide(&verdict, facts.pressure))
+    {
+        return (verdict, Decision::Shed(shed));
+    }
+
     (verdict, Decision::Forward)
 }
 
@@ -133,6 +153,7 @@ mod tests {
                 strip_www_path: true,
                 hosts: Vec::new(),
             },
+            shed: None,
         }
     }
 
@@ -140,6 +161,17 @@ mod tests {
     const BOT: &[u8] = b"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
 
     fn run(method: Method, host: &str, target: &str, ua: Option<&[u8]>) -> (UaClass, String) {
+        run_with(&policy(), Pressure::default(), method, host, target, ua)
+    }
+
+    fn run_with(
+        policy: &Policy,
+        pressure: Pressure,
+        method: Method,
+        host: &str,
+        target: &str,
+        ua: Option<&[u8]>,
+    ) -> (UaClass, String) {
         let (path, query) = match target.split_once('?') {
             Some((p, q)) => (p, Some(q)),
             None => (target, None),
@@ -151,12 +183,13 @@ mod tests {
             path,
             query,
             user_agent: ua,
+            pressure,
         };
-        let policy = policy();
-        let (verdict, decision) = decide(&facts, &policy);
+        let (verdict, decision) = decide(&facts, policy);
         let shown = match decision {
             Decision::Block { param } => format!("block {}", policy.blocked_params[param]),
             Decision::Redirect { status, location } => format!("{} {location}", status.as_u16()),
+            Decision::Shed(shed) => format!("{} after {}", shed.status.as_u16(), shed.retry_after),
             other => other.as_str().to_owned(),
         };
         (verdict.class, shown)
@@ -308,6 +341,123 @@ mod tests {
         }
     }
 
+    /// Under pressure, robots of the shed tiers get 503 (in the default
+    /// order: libraries and unknown robots first, AI crawlers next, search
+    /// engines last); humans never do, and the earlier steps keep their
+    /// place: an action URL is still 403, a redirect still a redirect,
+    /// robots.txt still served.
+    #[test]
+    fn shedding_follows_the_tiers_and_comes_after_block_redirect_and_robots() {
+        use UaClass::{Bot, Human};
+        let mut policy = policy();
+        let config = crate::shed::ShedConfig {
+            max_inflight: 10,
+            max_latency: None,
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: std::time::Duration::from_secs(120),
+            order: crate::shed::ShedConfig::default_order(),
+            max_search_shed: std::time::Duration::from_secs(3 * 3600),
+            capped_share_permille: 250,
+            escalate_after: std::time::Duration::from_secs(10),
+            calm_after: std::time::Duration::from_secs(30),
+        };
+        policy.shed = Some(ShedPolicy::new(config, &policy.classifier).expect("known classes"));
+        const CURL: &[u8] = b"curl/8.5.0";
+        const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+        const TOOL: &[u8] = b"SiteTool/2.1";
+        const MONITOR: &[u8] =
+            b"Mozilla/5.0 (compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
+        let at = |level: u8| Pressure {
+            level,
+            search_pass: None,
+        };
+        let shed = "503 after 120";
+        /// (pressure, host, request-target, User-Agent, class, decision)
+        type ShedRow<'a> = (
+            Pressure,
+            &'a str,
+            &'a str,
+            Option<&'a [u8]>,
+            UaClass,
+            &'a str,
+        );
+        let rows: &[ShedRow<'_>] = &[
+            (at(0), "example.com", "/", Some(CURL), Bot, "forward"),
+            (at(1), "example.com", "/", Some(CURL), Bot, shed),
+            (at(1), "example.com", "/", Some(TOOL), Bot, shed),
+            (at(1), "example.com", "/", None, Bot, shed),
+            (at(1), "example.com", "/", Some(GPTBOT), Bot, "forward"),
+            (at(1), "example.com", "/", Some(BOT), Bot, "forward"),
+            (at(1), "example.com", "/", Some(HUMAN), Human, "forward"),
+            (at(2), "example.com", "/", Some(GPTBOT), Bot, shed),
+            (at(2), "example.com", "/", Some(BOT), Bot, "forward"),
+            (at(3), "example.com", "/", Some(BOT), Bot, shed),
+            (at(3), "example.com", "/", Some(HUMAN), Human, "forward"),
+            // Uptime monitors are in no tier: never shed.
+            (at(3), "example.com", "/", Some(MONITOR), Bot, "forward"),
+            (
+                Pressure {
+                    level: 3,
+                    search_pass: Some(true),
+                },
+                "example.com",
+                "/",
+                Some(BOT),
+                Bot,
+                "forward",
+            ),
+            (
+                Pressure {
+                    level: 3,
+                    search_pass: Some(false),
+                },
+                "example.com",
+                "/",
+                Some(BOT),
+                Bot,
+                shed,
+            ),
+            // The share is for search engines only.
+            (
+                Pressure {
+                    level: 3,
+                    search_pass: Some(true),
+                },
+                "example.com",
+                "/",
+                Some(GPTBOT),
+                Bot,
+                shed,
+            ),
+            (at(3), "example.com", "/?do=1", Some(CURL), Bot, "block do"),
+            (
+                at(3),
+                "www.example.com",
+                "/a",
+                Some(BOT),
+                Bot,
+                "301 http://example.com/a",
+            ),
+            (
+                at(3),
+                "example.com",
+                "/robots.txt",
+                Some(CURL),
+                Bot,
+                "robots",
+            ),
+        ];
+        for &(pressure, host, target, ua, class, want) in rows {
+            let (got_class, got) = run_with(&policy, pressure, Method::GET, host, target, ua);
+            assert_eq!(
+                (got_class, got.as_str()),
+                (class, want),
+                "{host}{target} {:?} at {pressure:?}",
+                ua.map(String::from_utf8_lossy)
+            );
+        }
+    }
+
     #[test]
     fn no_authority_means_no_redirect() {
         let facts = Facts {
@@ -317,6 +467,7 @@ mod tests {
             path: "/www/a",
             query: None,
             user_agent: Some(HUMAN),
+            pressure: Pressure::default(),
         };
         assert_eq!(decide(&facts, &policy()).1, Decision::Forward);
     }

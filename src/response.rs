@@ -5,7 +5,7 @@
 //! per request except what the caller passes in (a Location, a robots body).
 
 use bytes::Bytes;
-use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION};
+use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 
@@ -35,6 +35,19 @@ pub fn blocked() -> Response<Body> {
         StatusCode::FORBIDDEN,
         "403 Forbidden: automated clients may not follow action links.\n",
     )
+}
+
+/// 503 or 429 for a robot shed under upstream pressure, with
+/// `Retry-After` (seconds).
+pub fn shed(status: StatusCode, retry_after: HeaderValue) -> Response<Body> {
+    let body = if status == StatusCode::TOO_MANY_REQUESTS {
+        "429 Too Many Requests: the site is busy; automated clients, please retry later.\n"
+    } else {
+        "503 Service Unavailable: the site is busy; automated clients, please retry later.\n"
+    };
+    let mut res = text(status, body);
+    res.headers_mut().insert(RETRY_AFTER, retry_after);
+    res
 }
 
 /// A redirect to `location` (already validated as a header value).

@@ -27,13 +27,14 @@ use crate::config::LogFormat;
 use crate::config::{Config, Limits};
 use crate::framing;
 use crate::logging::LogLimiter;
-use crate::metrics::RequestCounters;
+use crate::metrics::{Metrics, RequestCounters};
 use crate::observe::{Observed, Observer, Outcome, Pending, RequestLine, Route, Side};
 use crate::policy::{self, Decision, Facts, Policy};
 use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
 use crate::response::{self, Body};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
+use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 
 /// What a reload replaces, built from a [`Config`]: everything a request
@@ -95,6 +96,9 @@ pub enum SetupError {
     /// The upstream's TLS settings are unusable.
     #[error(transparent)]
     UpstreamTls(#[from] UpstreamTlsError),
+    /// `[shed] order` names a class the rules do not have.
+    #[error("shed.order: {0}")]
+    Shed(#[from] UnknownClass),
 }
 
 impl Shared {
@@ -107,11 +111,16 @@ impl Shared {
         };
         let classifier = Classifier::new(&lists)?;
         let counters = Arc::new(RequestCounters::new(&observer.metrics, &classifier));
+        let shed = match &config.shed {
+            Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
+            None => None,
+        };
         Ok(Self {
             policy: Arc::new(Policy {
                 classifier,
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
+                shed,
             }),
             robots: Arc::new(Robots::new(
                 &config.blocked_params,
@@ -231,12 +240,24 @@ async fn respond(
     pending: &mut Pending,
 ) -> Response<Body> {
     let scheme = conn.scheme;
-    let outcome = &mut pending.outcome;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
         return res;
     }
 
     let authority = authority(req.uri(), req.headers().get(HOST));
+    let pressure = match &shared.policy.shed {
+        Some(shed) => {
+            let metrics = &shared.observer.metrics;
+            shared.observer.load.pressure(
+                shed,
+                metrics.upstream_in_flight_now(),
+                pending.start(),
+                |change, reading| log_shed_change(shed, change, reading, metrics),
+            )
+        }
+        None => Pressure::default(),
+    };
+    let outcome = &mut pending.outcome;
     let facts = Facts {
         method: req.method(),
         scheme,
@@ -244,6 +265,7 @@ async fn respond(
         path: req.uri().path(),
         query: req.uri().query(),
         user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
+        pressure,
     };
     let (verdict, decision) = policy::decide(&facts, &shared.policy);
     outcome.verdict = Some((verdict.class, verdict.reason));
@@ -259,6 +281,11 @@ async fn respond(
                 Ok(location) => finish_early(&req, response::redirect(status, location)),
                 Err(_) => finish_early(&req, response::bad_request()),
             }
+        }
+        Decision::Shed(shed) => {
+            outcome.route = Route::Shed;
+            let retry_after = HeaderValue::from(shed.retry_after);
+            finish_early(&req, response::shed(shed.status, retry_after))
         }
         Decision::ServeRobots => {
             outcome.route = Route::Robots;
@@ -307,6 +334,10 @@ async fn forward(
         .await;
     let elapsed = sent.elapsed();
     pending.outcome.upstream_time = Some(elapsed);
+    let upstream_failed = matches!(&result, Err(err) if err.upstream_cause().is_some());
+    if shared.policy.shed.is_some() && (result.is_ok() || upstream_failed) {
+        observer.load.record(elapsed, sent + elapsed);
+    }
     match result {
         Ok(mut res) => {
             observer.metrics.upstream_answered(elapsed);
@@ -338,6 +369,51 @@ async fn forward(
             log_upstream_failure(shared, &err, res.status());
             res
         }
+    }
+}
+
+/// One line per change of the shedding level (they are rare: the level
+/// moves at most once per `escalate_after` or `calm_after`), and the
+/// level's gauge.
+fn log_shed_change(shed: &ShedPolicy, change: Change, reading: Reading, metrics: &Metrics) {
+    let latency_p90_ms = reading.latency_p90.map(|l| l.as_millis() as u64);
+    let in_flight = reading.in_flight;
+    let tiers = |level: u8| {
+        let order = &shed.config.order;
+        order[..usize::from(level).min(order.len())]
+            .iter()
+            .flatten()
+            .map(|c| &**c)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    match change {
+        Change::Started => {
+            metrics.shed_level(1);
+            tracing::warn!(
+                in_flight,
+                latency_p90_ms,
+                shedding = %tiers(1),
+                "upstream under pressure: shedding robots"
+            );
+        }
+        Change::Raised(level) => {
+            metrics.shed_level(level);
+            tracing::warn!(in_flight, latency_p90_ms, level, shedding = %tiers(level), "upstream still under pressure: shedding more robot classes");
+        }
+        Change::Lowered(level) => {
+            metrics.shed_level(level);
+            tracing::info!(in_flight, latency_p90_ms, level, shedding = %tiers(level), "upstream calmer: shedding fewer robot classes");
+        }
+        Change::Ended => {
+            metrics.shed_level(0);
+            tracing::info!(in_flight, latency_p90_ms, "upstream calm: shedding ended");
+        }
+        Change::SearchCapped => tracing::warn!(
+            max_search_shed = %humantime::format_duration(shed.config.max_search_shed),
+            share = f64::from(shed.config.capped_share_permille) / 1000.0,
+            "search engines shed for max_search_shed: letting a share of them through"
+        ),
     }
 }
 

@@ -70,6 +70,10 @@ fn check_config_accepts_the_example_and_names_the_bad_key() {
             "bad.toml:3: redirect.www",
         ),
         ("rules_dir = \"/nonexistent/rules\"\n", "/nonexistent/rules"),
+        (
+            "[shed]\nmax_upstream_inflight = 4\norder = [[\"seo\"], [\"serach\"]]\n",
+            "bad.toml:3: shed.order: \"serach\" is not a robot class",
+        ),
     ];
     for (text, key) in cases {
         let path = dir.path().join("bad.toml");

@@ -8,53 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
-use prometheus_parse::{Scrape, Value};
+use prometheus_parse::Scrape;
 use support::process::free_addr;
-use support::{get, request, send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
-
-/// Scrapes `/metrics` and parses it with a Prometheus text parser.
-async fn scrape(admin: SocketAddr) -> Scrape {
-    let res = get(admin, "localhost", "/metrics", None).await;
-    assert_eq!(res.status, 200, "{}", res.text());
-    assert!(
-        res.header("content-type")
-            .is_some_and(|t| t.starts_with("application/openmetrics-text")),
-        "{}",
-        res.head
-    );
-    let text = res.text();
-    Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("a valid exposition")
-}
-
-/// The value of `name` with exactly `labels` (0 when absent); histograms
-/// answer their count.
-fn value(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
-    scrape
-        .samples
-        .iter()
-        .filter(|s| s.metric == name)
-        .filter(|s| {
-            labels.len() == s.labels.len() && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
-        })
-        .map(|s| match &s.value {
-            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
-            Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
-            Value::Summary(_) => f64::NAN,
-        })
-        .sum()
-}
-
-fn total(scrape: &Scrape, name: &str) -> f64 {
-    scrape
-        .samples
-        .iter()
-        .filter(|s| s.metric == name)
-        .map(|s| match &s.value {
-            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
-            _ => 0.0,
-        })
-        .sum()
-}
+use support::{
+    get, metric as value, metric_total as total, request, scrape, send_raw, Proxy, Upstream,
+    FIREFOX, GOOGLEBOT,
+};
 
 /// Scrapes until `crawlgate_requests_total` sums to `n` (a request is
 /// counted when its response body is done, a moment after the client has

@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// What reached the upstream, one entry per request.
 #[derive(Clone, Debug)]
@@ -55,13 +55,16 @@ impl Recorded {
 /// A real HTTP/1.1 upstream that records every request it receives.
 ///
 /// Routes: `/download?bytes=N` streams N bytes of [`pattern`];
-/// `/upload` answers with the SHA-256 of the body it read; anything else
+/// `/upload` answers with the SHA-256 of the body it read; `/hold` answers
+/// only once the test calls [`Upstream::release_held`] (a request stuck
+/// in a slow page); `/sleep?ms=N` answers after N ms; anything else
 /// answers `upstream saw <method> <uri>` with a few response headers,
 /// including hop-by-hop ones that crawlgate must remove.
 pub struct Upstream {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Recorded>>>,
     pub connections: Arc<AtomicUsize>,
+    hold: Arc<watch::Sender<bool>>,
 }
 
 impl Upstream {
@@ -87,7 +90,12 @@ impl Upstream {
         let addr = listener.local_addr().expect("addr");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
-        let (seen2, conns2) = (Arc::clone(&seen), Arc::clone(&connections));
+        let hold = Arc::new(watch::Sender::new(false));
+        let (seen2, conns2, hold2) = (
+            Arc::clone(&seen),
+            Arc::clone(&connections),
+            Arc::clone(&hold),
+        );
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -95,7 +103,10 @@ impl Upstream {
                 };
                 conns2.fetch_add(1, Ordering::SeqCst);
                 let seen = Arc::clone(&seen2);
-                let service = service_fn(move |req| upstream_handler(req, Arc::clone(&seen)));
+                let hold = Arc::clone(&hold2);
+                let service = service_fn(move |req| {
+                    upstream_handler(req, Arc::clone(&seen), hold.subscribe())
+                });
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     match acceptor {
@@ -118,7 +129,13 @@ impl Upstream {
             addr,
             seen,
             connections,
+            hold,
         }
+    }
+
+    /// Lets every request to `/hold` (waiting or to come) answer.
+    pub fn release_held(&self) {
+        self.hold.send_replace(true);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -135,6 +152,7 @@ type UpBody = http_body_util::Either<Full<Bytes>, Chunks>;
 async fn upstream_handler(
     req: Request<Incoming>,
     seen: Arc<Mutex<Vec<Recorded>>>,
+    mut hold: watch::Receiver<bool>,
 ) -> Result<Response<UpBody>, Infallible> {
     let (parts, mut body) = req.into_parts();
     let mut hasher = Sha256::new();
@@ -155,13 +173,23 @@ async fn upstream_handler(
         body_sha256: sha.clone(),
     });
     let path = parts.uri.path();
-    if path == "/download" {
-        let n: u64 = parts
+    if path == "/hold" {
+        let _ = hold.wait_for(|released| *released).await;
+    }
+    // `?name=N`, the query of /sleep and /download (0 when absent).
+    let number = |name: &str| -> u64 {
+        parts
             .uri
             .query()
-            .and_then(|q| q.strip_prefix("bytes="))
+            .and_then(|q| q.strip_prefix(name)?.strip_prefix('='))
             .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+            .unwrap_or(0)
+    };
+    if path == "/sleep" {
+        tokio::time::sleep(Duration::from_millis(number("ms"))).await;
+    }
+    if path == "/download" {
+        let n = number("bytes");
         let body = Chunks::new(n);
         return Ok(Response::new(http_body_util::Either::Right(body)));
     }
@@ -505,6 +533,55 @@ pub async fn request(
 pub const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
 pub const GOOGLEBOT: &str =
     "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+/// Scrapes the admin listener's `/metrics` and parses it with a
+/// Prometheus text parser.
+pub async fn scrape(admin: SocketAddr) -> prometheus_parse::Scrape {
+    let res = get(admin, "localhost", "/metrics", None).await;
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert!(
+        res.header("content-type")
+            .is_some_and(|t| t.starts_with("application/openmetrics-text")),
+        "{}",
+        res.head
+    );
+    let text = res.text();
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .expect("a valid exposition")
+}
+
+/// The value of `name` with exactly `labels` (0 when absent); histograms
+/// answer their count.
+pub fn metric(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+    use prometheus_parse::Value;
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .filter(|s| {
+            labels.len() == s.labels.len() && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
+        })
+        .map(|s| match &s.value {
+            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+            Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+            Value::Summary(_) => f64::NAN,
+        })
+        .sum()
+}
+
+/// The sum of every sample of `name`.
+pub fn metric_total(scrape: &prometheus_parse::Scrape, name: &str) -> f64 {
+    use prometheus_parse::Value;
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .map(|s| match &s.value {
+            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+            _ => 0.0,
+        })
+        .sum()
+}
 
 /// A frame helper for streaming request bodies in tests.
 pub fn data_frame(bytes: Vec<u8>) -> Result<Frame<Bytes>, Infallible> {
