@@ -65,3 +65,4 @@ pub mod shed;
 pub mod testing;
 pub mod tls;
 pub mod tunnel;
+pub mod validators;

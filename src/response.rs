@@ -4,12 +4,19 @@
 //! Synthetic bodies are static or prebuilt [`Bytes`]; nothing here formats
 //! per request except what the caller passes in (a Location, a robots body).
 
+use std::time::SystemTime;
+
 use bytes::Bytes;
-use http::header::{HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use http::header::{
+    HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
+    RETRY_AFTER,
+};
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 
 use crate::proxy::ResponseBody;
+use crate::robots::Representation;
+use crate::validators::http_date;
 
 /// The body of every response: streamed from the upstream, or ours in full.
 pub type Body = Either<ResponseBody, Full<Bytes>>;
@@ -58,10 +65,25 @@ pub fn redirect(status: StatusCode, location: HeaderValue) -> Response<Body> {
     res
 }
 
-/// robots.txt.
-pub fn robots(body: Bytes) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(body)));
-    res.headers_mut().insert(CONTENT_TYPE, TEXT);
+/// robots.txt, with its validators.
+pub fn robots(robots: Representation) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(robots.body)));
+    let headers = res.headers_mut();
+    headers.insert(CONTENT_TYPE, TEXT);
+    headers.insert(ETAG, robots.etag);
+    headers.insert(LAST_MODIFIED, http_date(robots.last_modified));
+    res
+}
+
+/// 304 for a conditional request whose validators still match: the
+/// validators again, no body.
+pub fn not_modified(etag: HeaderValue, last_modified: Option<SystemTime>) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(Bytes::new())));
+    *res.status_mut() = StatusCode::NOT_MODIFIED;
+    res.headers_mut().insert(ETAG, etag);
+    if let Some(time) = last_modified {
+        res.headers_mut().insert(LAST_MODIFIED, http_date(time));
+    }
     res
 }
 

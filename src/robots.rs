@@ -5,14 +5,21 @@
 //! configured disallowed prefixes and extra lines. Per request only the
 //! `Sitemap:` line is added: for the scheme and host asked, and only while
 //! `<sitemap-dir>/sitemap.xml` exists (checked at most once a second).
+//!
+//! Each answer carries a strong `ETag` (of its bytes) and a
+//! `Last-Modified` (when this configuration was loaded, or when the
+//! sitemap index last appeared or disappeared, whichever is later), so
+//! that a crawler's conditional request is answered `304`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use http::header::HeaderValue;
 
 use crate::canonical::split_authority;
+use crate::validators::etag_of;
 
 /// How long a sitemap existence check is reused.
 const SITEMAP_RECHECK: Duration = Duration::from_secs(1);
@@ -21,7 +28,22 @@ const SITEMAP_RECHECK: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub struct Robots {
     body: Bytes,
+    /// The fixed body's tag.
+    etag: HeaderValue,
+    /// When this state was built, whole seconds.
+    built: SystemTime,
     sitemap: Option<SitemapProbe>,
+}
+
+/// One robots.txt answer: the body and its validators.
+#[derive(Clone, Debug)]
+pub struct Representation {
+    /// The text.
+    pub body: Bytes,
+    /// Its strong entity tag.
+    pub etag: HeaderValue,
+    /// When it last changed, as far as crawlgate knows.
+    pub last_modified: SystemTime,
 }
 
 impl Robots {
@@ -44,9 +66,30 @@ impl Robots {
             body.push_str(line);
             body.push('\n');
         }
+        let body = Bytes::from(body);
         Self {
-            body: Bytes::from(body),
+            etag: etag_of(&body),
+            body,
+            built: whole_seconds(SystemTime::now()),
             sitemap: sitemap_dir.map(|dir| SitemapProbe::new(dir.join("sitemap.xml"))),
+        }
+    }
+
+    /// The answer for a request to `scheme://authority/robots.txt`, with
+    /// its validators.
+    pub fn representation(&self, scheme: &str, authority: Option<&str>) -> Representation {
+        let body = self.body(scheme, authority);
+        let changed = self.sitemap.as_ref().map_or(0, SitemapProbe::changed);
+        let last_modified = self.built.max(UNIX_EPOCH + Duration::from_secs(changed));
+        let etag = if body.len() == self.body.len() {
+            self.etag.clone()
+        } else {
+            etag_of(&body)
+        };
+        Representation {
+            body,
+            etag,
+            last_modified,
         }
     }
 
@@ -75,6 +118,12 @@ impl Robots {
     }
 }
 
+/// `time` without its fraction of a second (an HTTP date has none).
+fn whole_seconds(time: SystemTime) -> SystemTime {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    UNIX_EPOCH + Duration::from_secs(secs)
+}
+
 /// A cached "does this file exist" check.
 #[derive(Debug)]
 struct SitemapProbe {
@@ -83,6 +132,9 @@ struct SitemapProbe {
     /// Milliseconds after `epoch` of the last check, plus one (0 = never).
     checked_at: AtomicU64,
     exists: AtomicBool,
+    /// Unix seconds of the last check that saw the file appear or
+    /// disappear (0 = never).
+    changed: AtomicU64,
 }
 
 impl SitemapProbe {
@@ -92,7 +144,14 @@ impl SitemapProbe {
             epoch: Instant::now(),
             checked_at: AtomicU64::new(0),
             exists: AtomicBool::new(false),
+            changed: AtomicU64::new(0),
         }
+    }
+
+    /// When the file last appeared or disappeared (Unix seconds; 0 =
+    /// never seen to).
+    fn changed(&self) -> u64 {
+        self.changed.load(Ordering::Relaxed)
     }
 
     fn exists(&self) -> bool {
@@ -102,7 +161,12 @@ impl SitemapProbe {
             return self.exists.load(Ordering::Relaxed);
         }
         let exists = self.path.is_file();
-        self.exists.store(exists, Ordering::Relaxed);
+        if self.exists.swap(exists, Ordering::Relaxed) != exists {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            self.changed.store(now, Ordering::Relaxed);
+        }
         self.checked_at.store(now, Ordering::Relaxed);
         exists
     }
@@ -158,6 +222,30 @@ mod tests {
         // A host that is not a host is not reflected.
         assert_eq!(r.body("https", Some("evil.com/\r\nx")), DESIGN_BODY);
         assert_eq!(r.body("https", None), DESIGN_BODY);
+    }
+
+    #[test]
+    fn the_validators_follow_the_body() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = Robots::new(&["do"], &[], &[], Some(dir.path().to_owned()));
+        let plain = r.representation("https", Some("example.com"));
+        assert_eq!(plain.etag, etag_of(&plain.body));
+        assert_eq!(
+            plain.etag,
+            r.representation("https", Some("example.com")).etag
+        );
+        std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
+        // A new state (the probe reuses a check for a second).
+        let r = Robots::new(&["do"], &[], &[], Some(dir.path().to_owned()));
+        let with_sitemap = r.representation("https", Some("example.com"));
+        assert_ne!(with_sitemap.etag, plain.etag);
+        assert_eq!(with_sitemap.etag, etag_of(&with_sitemap.body));
+        assert!(with_sitemap.last_modified >= plain.last_modified);
+        assert_ne!(
+            with_sitemap.etag,
+            r.representation("https", Some("other.example")).etag,
+            "the Sitemap line names the host"
+        );
     }
 
     /// Semantics, checked with an independent port of Google's matcher.

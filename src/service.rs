@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use http::header::{
     HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING,
@@ -36,6 +36,7 @@ use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
 use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
 use crate::tunnel::{Tunnel, UpgradeSlot};
+use crate::validators;
 
 /// What a reload replaces, built from a [`Config`]: everything a request
 /// needs, and the settings a connection takes when it is accepted
@@ -289,8 +290,18 @@ async fn respond(
         }
         Decision::ServeRobots => {
             outcome.route = Route::Robots;
-            let body = shared.robots.body(scheme, authority);
-            finish_early(&req, response::robots(body))
+            let robots = shared.robots.representation(scheme, authority);
+            let (etag, modified) = (&robots.etag, robots.last_modified);
+            if validators::not_modified(
+                req.headers(),
+                Some(etag),
+                Some(modified),
+                SystemTime::now(),
+            ) {
+                let res = response::not_modified(robots.etag, Some(robots.last_modified));
+                return finish_early(&req, res);
+            }
+            finish_early(&req, response::robots(robots))
         }
         Decision::Forward => {
             outcome.route = Route::Forward;

@@ -28,6 +28,57 @@ async fn robots_txt_is_answered_by_the_proxy() {
     proxy.stop().await;
 }
 
+/// robots.txt carries a strong ETag and a Last-Modified; a crawler's
+/// conditional request with either gets 304 and no body; a stale tag gets
+/// the text again.
+#[tokio::test]
+async fn robots_txt_answers_conditional_requests_with_304() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("", &upstream.url()).await;
+    let first = get(proxy.addr, "example.com", "/robots.txt", Some(GOOGLEBOT)).await;
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    assert!(
+        etag.starts_with('"') && !etag.starts_with("W/"),
+        "strong: {etag}"
+    );
+    let modified = first
+        .header("last-modified")
+        .expect("a Last-Modified")
+        .to_owned();
+    assert!(httpdate::parse_http_date(&modified).is_ok(), "{modified}");
+
+    let conditional = |header: String| {
+        let addr = proxy.addr;
+        async move {
+            request(
+                addr,
+                "GET",
+                "example.com",
+                "/robots.txt",
+                Some(GOOGLEBOT),
+                &header,
+            )
+            .await
+        }
+    };
+    let res = conditional(format!("If-None-Match: {etag}\r\n")).await;
+    assert_eq!(res.status, 304, "{}", res.head);
+    assert!(res.body.is_empty());
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    let res = conditional(format!("If-None-Match: \"old\", W/{etag}\r\n")).await;
+    assert_eq!(res.status, 304, "a weak comparison matches in a list");
+    let res = conditional(format!("If-Modified-Since: {modified}\r\n")).await;
+    assert_eq!(res.status, 304);
+    let res = conditional("If-None-Match: \"old\"\r\n".to_owned()).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.text(), DESIGN_BODY);
+    let res = conditional("If-Modified-Since: Thu, 01 Jan 2015 00:00:00 GMT\r\n".to_owned()).await;
+    assert_eq!(res.status, 200);
+    assert!(upstream.requests().is_empty());
+    proxy.stop().await;
+}
+
 #[tokio::test]
 async fn the_sitemap_line_follows_the_index_file_and_the_request_host() {
     let upstream = Upstream::start().await;
