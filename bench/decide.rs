@@ -106,6 +106,7 @@ fn bench_decide(c: &mut Criterion) {
                     query,
                     user_agent: Some(UAS[ua].as_bytes()),
                     pressure: Default::default(),
+                    cache: None,
                 };
                 black_box(decide(black_box(&facts), &policy));
             }

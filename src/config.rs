@@ -16,6 +16,7 @@ use http::StatusCode;
 use ipnet::IpNet;
 use serde::Deserialize;
 
+use crate::cache::{BotCacheConfig, SIZE_PER_ITEM};
 use crate::canonical::{HttpsRedirect, WwwMode};
 use crate::query::MAX_NAME_LEN;
 use crate::shed::ShedConfig;
@@ -141,6 +142,25 @@ pub struct RawConfig {
     /// `[shed]`
     #[serde(default)]
     pub shed: RawShed,
+    /// `[bot_cache]`
+    #[serde(default)]
+    pub bot_cache: RawBotCache,
+}
+
+/// `[bot_cache]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBotCache {
+    /// Switch the cache off while keeping its settings.
+    pub enabled: Option<bool>,
+    /// How long an entry is fresh; turns the cache on.
+    pub ttl: Option<String>,
+    /// Bytes the cache holds at most ("64MiB").
+    pub size: Option<String>,
+    /// Largest response body kept ("1MiB").
+    pub max_item: Option<String>,
+    /// How long past `ttl` an entry may stand in for an error.
+    pub max_stale: Option<String>,
 }
 
 /// `[shed]` as written.
@@ -360,6 +380,8 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// Shedding robots under upstream pressure, when on.
     pub shed: Option<ShedConfig>,
+    /// The robots-only cache, when on.
+    pub bot_cache: Option<BotCacheConfig>,
 }
 
 /// The settings the process takes once, at start: the sockets it binds,
@@ -539,6 +561,7 @@ impl Config {
             admin,
             tls,
             shed,
+            bot_cache,
         } = raw;
         let RawProxy {
             preserve_host,
@@ -810,6 +833,7 @@ impl Config {
             limits,
             tls,
             shed: shed_config(shed)?,
+            bot_cache: bot_cache_config(bot_cache)?,
         })
     }
 
@@ -1150,6 +1174,62 @@ fn shed_config(raw: RawShed) -> Result<Option<ShedConfig>, ConfigError> {
     Ok(enabled.unwrap_or(true).then_some(config))
 }
 
+/// `[bot_cache]`: `None` unless `ttl` is set and `enabled` is not false.
+fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigError> {
+    let RawBotCache {
+        enabled,
+        ttl,
+        size,
+        max_item,
+        max_stale,
+    } = raw;
+    let ttl_set = ttl.is_some();
+    let size = byte_size("bot_cache.size", size, "64MiB")?;
+    let config = BotCacheConfig {
+        ttl: duration("bot_cache.ttl", ttl, "10m")?,
+        size,
+        // By default 1 MiB, or less in a small cache.
+        max_item: match max_item {
+            Some(text) => byte_size("bot_cache.max_item", Some(text), "")?,
+            None => (1 << 20).min(size / SIZE_PER_ITEM).max(1),
+        },
+        max_stale: duration("bot_cache.max_stale", max_stale, "1d")?,
+    };
+    if config.size < 1024 * 1024 || config.size > 1 << 40 {
+        return Err(invalid(
+            "bot_cache.size",
+            format!("{} bytes is outside 1MiB to 1TiB", config.size),
+        ));
+    }
+    if config.max_item.saturating_mul(SIZE_PER_ITEM) > config.size {
+        return Err(invalid(
+            "bot_cache.max_item",
+            format!(
+                "{} bytes is over 1/{SIZE_PER_ITEM} of bot_cache.size ({} bytes)",
+                config.max_item, config.size
+            ),
+        ));
+    }
+    if !ttl_set {
+        return Ok(None);
+    }
+    Ok(enabled.unwrap_or(true).then_some(config))
+}
+
+/// A size such as `"64MiB"`, `"512KiB"` or a number of bytes; more than 0.
+fn byte_size(key: &'static str, value: Option<String>, default: &str) -> Result<u64, ConfigError> {
+    let text = value.as_deref().unwrap_or(default);
+    let size = text
+        .trim()
+        .parse::<bytesize::ByteSize>()
+        .map_err(|_| invalid(key, format!("{text:?} is not a size like \"64MiB\"")))?
+        .as_u64();
+    if size == 0 {
+        return Err(invalid(key, "must be greater than zero"));
+    }
+    Ok(size)
+}
+
 fn duration(
     key: &'static str,
     value: Option<String>,
@@ -1217,6 +1297,58 @@ mod tests {
         assert_eq!(custom.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(custom.order.len(), 2);
         assert_eq!(custom.capped_share_permille, 100);
+    }
+
+    #[test]
+    fn the_bot_cache_is_on_only_with_a_ttl() {
+        assert!(load("").expect("valid").bot_cache.is_none());
+        assert!(load("[bot_cache]\nsize = \"8MiB\"")
+            .expect("valid")
+            .bot_cache
+            .is_none());
+        let on = load("[bot_cache]\nttl = \"10m\"")
+            .expect("valid")
+            .bot_cache
+            .expect("on");
+        assert_eq!(on.ttl, Duration::from_secs(600));
+        assert_eq!(on.size, 64 * 1024 * 1024);
+        assert_eq!(on.max_item, 1024 * 1024);
+        assert_eq!(on.max_stale, Duration::from_secs(86_400));
+        let custom = load("[bot_cache]\nttl = \"30s\"\nsize = \"512 MiB\"\nmax_item = \"4MiB\"\nmax_stale = \"2h\"")
+            .expect("valid")
+            .bot_cache
+            .expect("on");
+        assert_eq!((custom.size, custom.max_item), (512 << 20, 4 << 20));
+        assert!(load("[bot_cache]\nttl = \"10m\"\nenabled = false")
+            .expect("valid")
+            .bot_cache
+            .is_none());
+        for (text, want) in [
+            ("ttl = \"0s\"", "bot_cache.ttl: must be greater"),
+            (
+                "ttl = \"1m\"\nsize = \"lots\"",
+                "bot_cache.size: \"lots\" is not a size",
+            ),
+            (
+                "ttl = \"1m\"\nsize = \"100KiB\"",
+                "bot_cache.size: 102400 bytes is outside",
+            ),
+            (
+                "ttl = \"1m\"\nmax_item = \"0\"",
+                "bot_cache.max_item: must be greater",
+            ),
+            (
+                "ttl = \"1m\"\nsize = \"8MiB\"\nmax_item = \"1MiB\"",
+                "bot_cache.max_item: 1048576 bytes is over 1/32",
+            ),
+            (
+                "ttl = \"1m\"\ncapacity = 1",
+                "bot_cache.capacity: unknown field",
+            ),
+        ] {
+            let err = load(&format!("[bot_cache]\n{text}")).expect_err(text);
+            assert!(err.starts_with(want), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -30,7 +30,8 @@
 //! * [`classify`], [`query`], [`canonical`], [`robots`], [`policy`]: the
 //!   decision, with no I/O (robots checks one file's existence); [`shed`]:
 //!   the pure shedding state machine and the process-wide load tracker
-//!   that feeds it.
+//!   that feeds it; [`cache`]: the robots-only cache, and [`validators`]
+//!   (ETags, 304s) for what crawlgate serves itself.
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
@@ -42,6 +43,7 @@
 
 pub mod access_log;
 pub mod admin;
+pub mod cache;
 pub mod canonical;
 pub mod classify;
 pub mod config;

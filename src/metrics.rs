@@ -94,6 +94,30 @@ pub struct Metrics {
     last_reload_success: Gauge,
     last_reload_time: Gauge,
     log_dropped: Counter,
+    bot_cache_requests: Family<ResultLabels, Counter>,
+    bot_cache_bytes_saved: Counter,
+    bot_cache_bytes: Gauge,
+    bot_cache_entries: Gauge,
+}
+
+/// The robots cache's metrics, handed to each cache a reload builds.
+#[derive(Debug)]
+pub struct BotCacheMetrics {
+    requests: Family<ResultLabels, Counter>,
+    /// Response body bytes served from the cache instead of the upstream.
+    pub bytes_saved: Counter,
+    /// Bytes held.
+    pub bytes: Gauge,
+    /// Entries held.
+    pub entries: Gauge,
+}
+
+impl BotCacheMetrics {
+    /// The request counter of `result` (`hit`, `stale`, `miss`, `bypass`,
+    /// `not_modified`).
+    pub fn result(&self, result: &'static str) -> Counter {
+        self.requests.get_or_create_owned(&ResultLabels { result })
+    }
 }
 
 impl Default for Metrics {
@@ -172,6 +196,30 @@ impl Metrics {
             "When the configuration was last loaded or a reload attempted (Unix time)",
             last_reload_time.clone(),
         );
+        let bot_cache_requests = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "bot_cache_requests",
+            "Robot requests by what the robots cache did: hit, stale (served in place of an error), miss (forwarded), bypass (may not use it), not_modified (304, also counted as hit or stale)",
+            bot_cache_requests.clone(),
+        );
+        let bot_cache_bytes_saved = Counter::default();
+        registry.register(
+            "bot_cache_saved_bytes",
+            "Response body bytes robots got from the cache instead of the upstream",
+            bot_cache_bytes_saved.clone(),
+        );
+        let bot_cache_bytes = Gauge::default();
+        registry.register(
+            "bot_cache_bytes",
+            "Bytes held by the robots cache (bodies, headers, keys, bookkeeping)",
+            bot_cache_bytes.clone(),
+        );
+        let bot_cache_entries = Gauge::default();
+        registry.register(
+            "bot_cache_entries",
+            "Responses held by the robots cache",
+            bot_cache_entries.clone(),
+        );
         let log_dropped = Counter::default();
         registry.register(
             "access_log_dropped_lines",
@@ -201,6 +249,10 @@ impl Metrics {
             last_reload_success,
             last_reload_time,
             log_dropped,
+            bot_cache_requests,
+            bot_cache_bytes_saved,
+            bot_cache_bytes,
+            bot_cache_entries,
         }
     }
 
@@ -232,6 +284,16 @@ impl Metrics {
     pub fn upstream_in_flight(&self) -> InFlight {
         self.upstream_in_flight.inc();
         InFlight(self.upstream_in_flight.clone())
+    }
+
+    /// The robots cache's metrics.
+    pub fn bot_cache(&self) -> BotCacheMetrics {
+        BotCacheMetrics {
+            requests: self.bot_cache_requests.clone(),
+            bytes_saved: self.bot_cache_bytes_saved.clone(),
+            bytes: self.bot_cache_bytes.clone(),
+            entries: self.bot_cache_entries.clone(),
+        }
     }
 
     /// Requests in flight upstream now.

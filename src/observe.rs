@@ -49,21 +49,24 @@ pub enum Route {
     Reject,
     /// A robot shed under upstream pressure: 503 or 429.
     Shed,
+    /// A robot answered from the robots cache.
+    Cache,
 }
 
 impl Route {
     /// Every route, in declaration order (`route as usize` indexes it).
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 7] = [
         Route::Forward,
         Route::Block,
         Route::Redirect,
         Route::Robots,
         Route::Reject,
         Route::Shed,
+        Route::Cache,
     ];
 
     /// The label: `forward`, `block`, `redirect`, `robots`, `reject`,
-    /// `shed`.
+    /// `shed`, `cache`.
     pub fn as_str(self) -> &'static str {
         match self {
             Route::Forward => "forward",
@@ -72,6 +75,7 @@ impl Route {
             Route::Robots => "robots",
             Route::Reject => "reject",
             Route::Shed => "shed",
+            Route::Cache => "cache",
         }
     }
 }

@@ -10,13 +10,17 @@
 //!    robot cannot reach an action through a redirect either);
 //! 3. a non-canonical address is redirected, both fixes in one hop;
 //! 4. `GET|HEAD /robots.txt` is answered by the proxy;
-//! 5. a robot whose class is shed under the current [`Pressure`] is
-//!    answered 503 (or 429) with `Retry-After` ([`crate::shed`]); humans
-//!    never are;
-//! 6. everything else is forwarded.
+//! 5. a robot's request that the robots cache holds fresh is answered from
+//!    it ([`crate::cache`]; the lookup is handed in as a [`CacheProbe`],
+//!    asked only here, only for robots);
+//! 6. a robot whose class is shed under the current [`Pressure`] is
+//!    answered 503 (or 429) with `Retry-After` ([`crate::shed`]), or from a
+//!    stale cache entry when there is one; humans never are;
+//! 7. everything else is forwarded.
 
 use http::{Method, StatusCode};
 
+use crate::cache::Cached;
 use crate::classify::{Classifier, UaClass, Verdict};
 use crate::config::RedirectConfig;
 use crate::shed::{Pressure, Shed, ShedPolicy};
@@ -53,6 +57,20 @@ pub struct Facts<'a> {
     pub user_agent: Option<&'a [u8]>,
     /// The upstream's load, as shedding sees it (the default: none).
     pub pressure: Pressure,
+    /// What the robots cache holds for this request, asked only for a
+    /// robot (`None`: no cache).
+    pub cache: Option<CacheProbe<'a>>,
+}
+
+/// The robots cache's lookup for one request, asked lazily: humans never
+/// pay for it.
+#[derive(Clone, Copy)]
+pub struct CacheProbe<'a>(pub &'a dyn Fn() -> Cached);
+
+impl std::fmt::Debug for CacheProbe<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheProbe")
+    }
 }
 
 /// What to do with the request.
@@ -75,18 +93,25 @@ pub enum Decision {
     /// Answer 503 or 429 with `Retry-After`: a robot while the upstream is
     /// under pressure.
     Shed(Shed),
+    /// Answer a robot from the robots cache.
+    FromCache {
+        /// A stale entry, in place of a shed answer.
+        stale: bool,
+    },
     /// Pass the request to the upstream.
     Forward,
 }
 
 impl Decision {
-    /// `block`, `redirect`, `robots`, `shed` or `forward`, for logs.
+    /// `block`, `redirect`, `robots`, `cache`, `shed` or `forward`, for
+    /// logs.
     pub fn as_str(&self) -> &'static str {
         match self {
             Decision::Block { .. } => "block",
             Decision::Redirect { .. } => "redirect",
             Decision::ServeRobots => "robots",
             Decision::Shed(_) => "shed",
+            Decision::FromCache { .. } => "cache",
             Decision::Forward => "forward",
         }
     }
@@ -126,12 +151,18 @@ pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
         return (verdict, Decision::ServeRobots);
     }
 
-    if let Some(shed) = policy
-        .shed
-        .as_ref()
-        .and_then(|s| s.decide(&verdict, facts.pressure))
-    {
-        return (verdict, Decision::Shed(shed));
+    if verdict.class == UaClass::Bot {
+        let cached = facts.cache.map_or(Cached::None, |probe| (probe.0)());
+        if cached == Cached::Fresh {
+            return (verdict, Decision::FromCache { stale: false });
+        }
+        let shed = policy.shed.as_ref();
+        if let Some(shed) = shed.and_then(|s| s.decide(&verdict, facts.pressure)) {
+            if cached == Cached::Stale {
+                return (verdict, Decision::FromCache { stale: true });
+            }
+            return (verdict, Decision::Shed(shed));
+        }
     }
 
     (verdict, Decision::Forward)
@@ -155,6 +186,24 @@ mod tests {
             },
             shed: None,
         }
+    }
+
+    /// [`policy`] with shedding on, in the default order, 503 after 120 s.
+    fn shedding_policy() -> Policy {
+        let mut policy = policy();
+        let config = crate::shed::ShedConfig {
+            max_inflight: 10,
+            max_latency: None,
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: std::time::Duration::from_secs(120),
+            order: crate::shed::ShedConfig::default_order(),
+            max_search_shed: std::time::Duration::from_secs(3 * 3600),
+            capped_share_permille: 250,
+            escalate_after: std::time::Duration::from_secs(10),
+            calm_after: std::time::Duration::from_secs(30),
+        };
+        policy.shed = Some(ShedPolicy::new(config, &policy.classifier).expect("known classes"));
+        policy
     }
 
     const HUMAN: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0";
@@ -184,6 +233,7 @@ mod tests {
             query,
             user_agent: ua,
             pressure,
+            cache: None,
         };
         let (verdict, decision) = decide(&facts, policy);
         let shown = match decision {
@@ -349,19 +399,7 @@ mod tests {
     #[test]
     fn shedding_follows_the_tiers_and_comes_after_block_redirect_and_robots() {
         use UaClass::{Bot, Human};
-        let mut policy = policy();
-        let config = crate::shed::ShedConfig {
-            max_inflight: 10,
-            max_latency: None,
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            retry_after: std::time::Duration::from_secs(120),
-            order: crate::shed::ShedConfig::default_order(),
-            max_search_shed: std::time::Duration::from_secs(3 * 3600),
-            capped_share_permille: 250,
-            escalate_after: std::time::Duration::from_secs(10),
-            calm_after: std::time::Duration::from_secs(30),
-        };
-        policy.shed = Some(ShedPolicy::new(config, &policy.classifier).expect("known classes"));
+        let policy = shedding_policy();
         const CURL: &[u8] = b"curl/8.5.0";
         const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
         const TOOL: &[u8] = b"SiteTool/2.1";
@@ -458,6 +496,62 @@ mod tests {
         }
     }
 
+    /// The cache is asked only for robots past block, redirect and
+    /// robots.txt; a fresh entry answers; a stale one only in place of a
+    /// shed answer.
+    #[test]
+    fn the_cache_answers_robots_only_and_stale_copies_replace_shed_answers() {
+        let policy = shedding_policy();
+        let asked = std::cell::Cell::new(0);
+        let shed = Pressure {
+            level: 3,
+            search_pass: None,
+        };
+        let calm = Pressure::default();
+        /// (request-target, User-Agent, what the cache holds, pressure,
+        /// decision, lookups asked)
+        type CacheRow<'a> = (&'a str, &'a [u8], Cached, Pressure, &'a str, u32);
+        let rows: &[CacheRow<'_>] = &[
+            ("/", BOT, Cached::Fresh, calm, "cache", 1),
+            ("/", BOT, Cached::Stale, calm, "forward", 1),
+            ("/", BOT, Cached::None, calm, "forward", 1),
+            ("/", BOT, Cached::Fresh, shed, "cache", 1),
+            ("/", BOT, Cached::Stale, shed, "cache", 1),
+            ("/", BOT, Cached::None, shed, "shed", 1),
+            ("/", HUMAN, Cached::Fresh, shed, "forward", 0),
+            ("/?do=1", BOT, Cached::Fresh, calm, "block", 0),
+            ("/robots.txt", BOT, Cached::Fresh, calm, "robots", 0),
+        ];
+        for &(target, ua, cached, pressure, want, probes) in rows {
+            asked.set(0);
+            let lookup = || {
+                asked.set(asked.get() + 1);
+                cached
+            };
+            let (path, query) = match target.split_once('?') {
+                Some((p, q)) => (p, Some(q)),
+                None => (target, None),
+            };
+            let facts = Facts {
+                method: &Method::GET,
+                scheme: "http",
+                authority: Some("example.com"),
+                path,
+                query,
+                user_agent: Some(ua),
+                pressure,
+                cache: Some(CacheProbe(&lookup)),
+            };
+            let (_, decision) = decide(&facts, &policy);
+            assert_eq!(
+                (decision.as_str(), asked.get()),
+                (want, probes),
+                "{target} {cached:?} {pressure:?} {}",
+                String::from_utf8_lossy(ua)
+            );
+        }
+    }
+
     #[test]
     fn no_authority_means_no_redirect() {
         let facts = Facts {
@@ -468,6 +562,7 @@ mod tests {
             query: None,
             user_agent: Some(HUMAN),
             pressure: Pressure::default(),
+            cache: None,
         };
         assert_eq!(decide(&facts, &policy()).1, Decision::Forward);
     }

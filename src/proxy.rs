@@ -34,6 +34,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::time::Instant;
 
+use crate::cache::Fill;
 use crate::classify::UaClass;
 use crate::config::Config;
 
@@ -549,6 +550,7 @@ impl Upstream {
             inner: body,
             idle: tokio::time::sleep(self.body_idle_timeout),
             timeout: self.body_idle_timeout,
+            fill: None,
         };
         Ok(Response::from_parts(parts, body))
     }
@@ -957,6 +959,9 @@ pin_project_lite::pin_project! {
     /// it pauses longer than `limits.upstream_body_idle_timeout`. Cutting
     /// makes hyper close the client connection without completing the
     /// message, so a stalled body is never presented as complete.
+    ///
+    /// With a [`Fill`], the body is also copied into the robots cache as
+    /// it passes, and kept there only once it has ended complete.
     #[derive(Debug)]
     pub struct ResponseBody {
         #[pin]
@@ -964,6 +969,21 @@ pin_project_lite::pin_project! {
         #[pin]
         idle: tokio::time::Sleep,
         timeout: Duration,
+        fill: Option<Box<Fill>>,
+    }
+}
+
+impl ResponseBody {
+    /// Copies the body into the robots cache as it passes.
+    pub fn fill(&mut self, fill: Fill) {
+        self.fill = Some(Box::new(fill));
+    }
+}
+
+/// Keeps a filled body in the robots cache.
+fn finish(fill: &mut Option<Box<Fill>>) {
+    if let Some(fill) = fill.take() {
+        fill.finish();
     }
 }
 
@@ -976,10 +996,30 @@ impl Body for ResponseBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let mut this = self.project();
-        match this.inner.poll_frame(cx) {
+        match this.inner.as_mut().poll_frame(cx) {
             Poll::Ready(frame) => {
                 let next = Instant::now() + *this.timeout;
                 this.idle.as_mut().reset(next);
+                if this.fill.is_some() {
+                    match &frame {
+                        // The end: the body passed complete.
+                        None => finish(this.fill),
+                        Some(Ok(frame)) => match frame.data_ref() {
+                            Some(data) => {
+                                if this.fill.as_mut().is_some_and(|f| !f.push(data)) {
+                                    *this.fill = None;
+                                } else if this.inner.is_end_stream() {
+                                    // hyper may not poll again after the
+                                    // last frame.
+                                    finish(this.fill);
+                                }
+                            }
+                            // Trailers are not kept: neither is the body.
+                            None => *this.fill = None,
+                        },
+                        Some(Err(_)) => *this.fill = None,
+                    }
+                }
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => match this.idle.poll(cx) {
@@ -1041,16 +1081,7 @@ mod tests {
         assert!(!https.can_use_pool_of(&https));
     }
 
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (k, v) in pairs {
-            map.append(
-                HeaderName::from_bytes(k.as_bytes()).expect("name"),
-                HeaderValue::from_str(v).expect("value"),
-            );
-        }
-        map
-    }
+    use crate::testing::header_map as headers;
 
     fn rewrite(map: &mut HeaderMap, trusted: bool, class: UaClass) {
         let class_header = HeaderName::from_static("x-crawler");

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::header::{
-    HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING,
-    USER_AGENT,
+    HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY,
+    TRANSFER_ENCODING, USER_AGENT,
 };
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::Either;
@@ -22,6 +22,7 @@ use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
+use crate::cache::{self, BotCache, Cached, Probe};
 use crate::classify::{Classifier, UaClass};
 use crate::config::LogFormat;
 use crate::config::{Config, Limits};
@@ -29,7 +30,7 @@ use crate::framing;
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, RequestCounters};
 use crate::observe::{Observed, Observer, Outcome, Pending, RequestLine, Route, Side};
-use crate::policy::{self, Decision, Facts, Policy};
+use crate::policy::{self, CacheProbe, Decision, Facts, Policy};
 use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
 use crate::response::{self, Body};
 use crate::robots::Robots;
@@ -71,6 +72,9 @@ pub struct Shared {
     pub counters: Arc<RequestCounters>,
     /// The access log's format.
     pub log_format: LogFormat,
+    /// The robots-only cache, when on (shared by the workers' copies; a
+    /// reload starts an empty one).
+    pub bot_cache: Option<Arc<BotCache>>,
 }
 
 /// The settings of a connection, taken when it is accepted: a reload
@@ -141,6 +145,10 @@ impl Shared {
                 http2_idle_timeout: config.proxy.http2_idle_timeout,
                 websocket_idle_timeout: config.proxy.websocket_idle_timeout,
             },
+            bot_cache: config
+                .bot_cache
+                .clone()
+                .map(|c| Arc::new(BotCache::new(c, &observer.metrics))),
             observer,
             counters,
             log_format: config.log_format,
@@ -165,6 +173,7 @@ impl Shared {
             observer: Arc::clone(&self.observer),
             counters: Arc::clone(&self.counters),
             log_format: self.log_format,
+            bot_cache: self.bot_cache.clone(),
         }
     }
 
@@ -258,17 +267,44 @@ async fn respond(
         }
         None => Pressure::default(),
     };
-    let outcome = &mut pending.outcome;
-    let facts = Facts {
-        method: req.method(),
-        scheme,
-        authority,
-        path: req.uri().path(),
-        query: req.uri().query(),
-        user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
-        pressure,
+    // The robots cache is looked up only if the decision asks (a robot
+    // past block, redirect and robots.txt); what it found is kept for the
+    // answer or the fill. (A block: the lookup's borrows end before the
+    // request is forwarded.)
+    let bot_cache = shared.bot_cache.as_deref();
+    let start = pending.start();
+    let (verdict, decision, found) = {
+        let found = std::cell::Cell::new(Probe::NotAsked);
+        let lookup = || match bot_cache {
+            Some(cache) => {
+                let probe = cache.probe(
+                    req.method(),
+                    scheme,
+                    authority,
+                    req.uri(),
+                    req.headers(),
+                    start,
+                );
+                let cached = probe.cached();
+                found.set(probe);
+                cached
+            }
+            None => Cached::None,
+        };
+        let facts = Facts {
+            method: req.method(),
+            scheme,
+            authority,
+            path: req.uri().path(),
+            query: req.uri().query(),
+            user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
+            pressure,
+            cache: bot_cache.map(|_| CacheProbe(&lookup)),
+        };
+        let (verdict, decision) = policy::decide(&facts, &shared.policy);
+        (verdict, decision, found.into_inner())
     };
-    let (verdict, decision) = policy::decide(&facts, &shared.policy);
+    let outcome = &mut pending.outcome;
     outcome.verdict = Some((verdict.class, verdict.reason));
 
     match decision {
@@ -283,6 +319,15 @@ async fn respond(
                 Err(_) => finish_early(&req, response::bad_request()),
             }
         }
+        Decision::FromCache { stale } => match (bot_cache, &found) {
+            (Some(cache), Probe::Found(entry, ..)) => {
+                outcome.route = Route::Cache;
+                let res = cache.respond(entry, stale, req.method(), req.headers(), start);
+                finish_early(&req, res)
+            }
+            // The decision saw an entry, so the probe holds it.
+            _ => finish_early(&req, response::bad_gateway()),
+        },
         Decision::Shed(shed) => {
             outcome.route = Route::Shed;
             let retry_after = HeaderValue::from(shed.retry_after);
@@ -316,7 +361,7 @@ async fn respond(
                 }
                 _ => None,
             };
-            forward(shared, conn, req, verdict.class, upgrade, pending).await
+            forward(shared, conn, req, verdict.class, upgrade, found, pending).await
         }
     }
 }
@@ -327,9 +372,11 @@ async fn forward(
     req: Request<Incoming>,
     class: UaClass,
     upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
+    found: Probe,
     pending: &mut Pending,
 ) -> Response<Body> {
     let observer = &shared.observer;
+    let method = req.method().clone();
     let client = ClientInfo {
         peer: conn.peer.ip(),
         port: conn.local_port,
@@ -366,6 +413,25 @@ async fn forward(
                     let _ = slot.set(tunnel);
                 }
             }
+            if let (UaClass::Bot, Some(cache)) = (class, &shared.bot_cache) {
+                if cache::is_upstream_failure(res.status()) {
+                    if let Some(entry) = cache::stale_entry(&found) {
+                        // stale-if-error: a copy beats the site's error.
+                        pending.outcome.route = Route::Cache;
+                        return cache.respond(
+                            entry,
+                            true,
+                            &method,
+                            &HeaderMap::new(),
+                            Instant::now(),
+                        );
+                    }
+                }
+                cache.count_forwarded(&found);
+                if let Some(fill) = cache.fill(found, &method, res.status(), res.headers()) {
+                    res.body_mut().fill(fill);
+                }
+            }
             res.map(Either::Left)
         }
         Err(err) => {
@@ -378,6 +444,12 @@ async fn forward(
             pending.outcome.error = Some((err.kind(), side));
             observer.metrics.upstream_error(err.kind(), side);
             log_upstream_failure(shared, &err, res.status());
+            if let (UaClass::Bot, Side::Upstream, Some(cache)) = (class, side, &shared.bot_cache) {
+                if let Some(entry) = cache::stale_entry(&found) {
+                    pending.outcome.route = Route::Cache;
+                    return cache.respond(entry, true, &method, &HeaderMap::new(), Instant::now());
+                }
+            }
             res
         }
     }

@@ -4,6 +4,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// A header map of `(name, value)` pairs, in order (repeats append).
+pub fn header_map(pairs: &[(&str, &str)]) -> http::HeaderMap {
+    let mut map = http::HeaderMap::new();
+    for (name, value) in pairs {
+        map.append(
+            http::header::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+            http::header::HeaderValue::from_str(value).expect("a header value"),
+        );
+    }
+    map
+}
+
 /// The variable that makes a missing `php` a test failure (CI sets it).
 pub const REQUIRE_PHP: &str = "CRAWLGATE_REQUIRE_PHP";
 

@@ -78,17 +78,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.append(
-                http::header::HeaderName::from_bytes(name.as_bytes()).expect("name"),
-                HeaderValue::from_str(value).expect("value"),
-            );
-        }
-        map
-    }
+    use crate::testing::header_map as headers;
 
     #[test]
     fn the_tag_is_strong_stable_and_differs_per_body() {

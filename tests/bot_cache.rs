@@ -1,0 +1,394 @@
+//! The robots-only cache over real sockets: an upstream that counts what
+//! reaches it and answers with the headers a test asks for, crawlgate in
+//! front with `[bot_cache]` on, and the metrics read back.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use crawlgate::config::Overrides;
+use http::{Request, Response};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use support::{get, metric, request, scrape, Proxy, FIREFOX, GOOGLEBOT};
+use tokio::net::TcpListener;
+
+/// How the upstream answers.
+const UP: u8 = 0;
+/// `503 Service Unavailable` to everything.
+const FAILING: u8 = 1;
+/// Closes each connection without an answer (crawlgate answers 502).
+const DEAD: u8 = 2;
+
+/// An upstream that records each request's target and User-Agent and
+/// answers `page <target>` with the response headers named in the query
+/// (`?set-cookie=a=1&cache-control=private`; `etag=v1` sends `"v1"`;
+/// `status=404` sets the status; `size=N` pads the body to N bytes).
+struct Site {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    mode: Arc<AtomicU8>,
+}
+
+impl Site {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mode = Arc::new(AtomicU8::new(UP));
+        let (seen2, mode2) = (Arc::clone(&seen), Arc::clone(&mode));
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (seen, mode) = (Arc::clone(&seen2), Arc::clone(&mode2));
+                let service =
+                    service_fn(move |req| answer(req, Arc::clone(&seen), Arc::clone(&mode)));
+                tokio::spawn(async move {
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { addr, seen, mode }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many requests for `target` from `ua` reached the site.
+    fn seen(&self, target: &str, ua: &str) -> usize {
+        let seen = self.seen.lock().expect("lock");
+        seen.iter().filter(|(t, u)| t == target && u == ua).count()
+    }
+
+    fn set(&self, mode: u8) {
+        self.mode.store(mode, Ordering::SeqCst);
+    }
+}
+
+async fn answer(
+    req: Request<Incoming>,
+    seen: Arc<Mutex<Vec<(String, String)>>>,
+    mode: Arc<AtomicU8>,
+) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let target = req.uri().to_string();
+    let ua = req
+        .headers()
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    seen.lock().expect("lock").push((target.clone(), ua));
+    match mode.load(Ordering::SeqCst) {
+        FAILING => {
+            let res = Response::builder()
+                .status(503)
+                .body(Full::new(Bytes::from_static(b"down for maintenance")))
+                .expect("response");
+            return Ok(res);
+        }
+        DEAD => return Err(std::io::Error::other("dead")),
+        _ => {}
+    }
+    let mut res = Response::builder();
+    let mut body = format!("page {target}");
+    for pair in req.uri().query().unwrap_or("").split('&') {
+        let Some((name, value)) = pair.split_once('=') else {
+            continue;
+        };
+        match name {
+            "status" => res = res.status(value.parse::<u16>().expect("status")),
+            "size" => {
+                let size: usize = value.parse().expect("size");
+                body = format!("{body:x<size$}");
+            }
+            "etag" => res = res.header(name, format!("\"{value}\"")),
+            _ => res = res.header(name, value),
+        }
+    }
+    Ok(res.body(Full::new(Bytes::from(body))).expect("response"))
+}
+
+const CONFIG: &str = "[bot_cache]\nttl = \"10m\"\n";
+
+async fn proxy(site: &Site, toml: &str) -> Proxy {
+    Proxy::start_with(
+        toml,
+        Overrides {
+            upstream: Some(site.url()),
+            admin_listen: Some("127.0.0.1:0".to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await
+}
+
+fn cache_metric(scrape: &prometheus_parse::Scrape, result: &str) -> f64 {
+    metric(
+        scrape,
+        "crawlgate_bot_cache_requests_total",
+        &[("result", result)],
+    )
+}
+
+/// A robot's second GET of a page is answered from memory, with `Age`,
+/// and never reaches the site; a human's always does, and never fills the
+/// cache; HEAD is answered from the GET's entry; the metrics count it.
+#[tokio::test]
+async fn a_robots_second_get_does_not_reach_the_site_and_a_humans_does() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, CONFIG).await;
+    let addr = proxy.addr;
+
+    let first = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.text(), "page /article?id=7");
+    assert_eq!(first.header("age"), None, "from the site");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
+    assert_eq!(second.status, 200);
+    assert_eq!(second.text(), "page /article?id=7");
+    assert_eq!(second.header("age"), Some("1"), "{}", second.head);
+    assert_eq!(site.seen("/article?id=7", GOOGLEBOT), 1);
+    // Another robot shares the entry.
+    let other = get(addr, "example.com", "/article?id=7", Some("curl/8.5.0")).await;
+    assert_eq!(other.text(), "page /article?id=7");
+    assert_eq!(site.seen("/article?id=7", "curl/8.5.0"), 0);
+    let head = request(
+        addr,
+        "HEAD",
+        "example.com",
+        "/article?id=7",
+        Some(GOOGLEBOT),
+        "",
+    )
+    .await;
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert_eq!(head.header("content-length"), Some("18"));
+
+    // Humans: always forwarded, never served from it, never filling it.
+    for _ in 0..2 {
+        let res = get(addr, "example.com", "/article?id=7", Some(FIREFOX)).await;
+        assert_eq!(res.header("age"), None);
+    }
+    assert_eq!(site.seen("/article?id=7", FIREFOX), 2);
+    get(addr, "example.com", "/human-only", Some(FIREFOX)).await;
+    get(addr, "example.com", "/human-only", Some(GOOGLEBOT)).await;
+    assert_eq!(
+        site.seen("/human-only", GOOGLEBOT),
+        1,
+        "a human's visit filled nothing"
+    );
+
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "hit"), 3.0);
+    assert_eq!(cache_metric(&metrics, "miss"), 2.0);
+    assert_eq!(
+        metric(&metrics, "crawlgate_bot_cache_saved_bytes_total", &[]),
+        36.0,
+        "two GET bodies of 18 bytes"
+    );
+    assert_eq!(metric(&metrics, "crawlgate_bot_cache_entries", &[]), 2.0);
+    assert_eq!(
+        metric(
+            &metrics,
+            "crawlgate_requests_total",
+            &[("decision", "cache"), ("class", "search"), ("code", "2xx")]
+        ),
+        2.0
+    );
+    proxy.stop().await;
+}
+
+/// What must not be kept is not: Set-Cookie, private, no-store, Vary on
+/// anything but Accept-Encoding, a 302; and a robot's request with a
+/// cookie or credentials neither reads nor fills.
+#[tokio::test]
+async fn personal_or_uncacheable_answers_and_requests_bypass_it() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, CONFIG).await;
+    let addr = proxy.addr;
+    for target in [
+        "/a?set-cookie=sid=1",
+        "/b?cache-control=private",
+        "/c?cache-control=no-store",
+        "/d?vary=Cookie",
+        "/e?status=302&location=/x",
+        "/f?status=500",
+    ] {
+        for _ in 0..2 {
+            get(addr, "example.com", target, Some(GOOGLEBOT)).await;
+        }
+        assert_eq!(site.seen(target, GOOGLEBOT), 2, "{target} is not kept");
+    }
+    // Kept: 404, 410, 301 and Vary: Accept-Encoding.
+    for target in [
+        "/g?status=404",
+        "/h?status=410",
+        "/i?status=301&location=/x",
+        "/j?vary=Accept-Encoding",
+    ] {
+        for _ in 0..2 {
+            get(addr, "example.com", target, Some(GOOGLEBOT)).await;
+        }
+        assert_eq!(site.seen(target, GOOGLEBOT), 1, "{target} is kept");
+    }
+    // With a cookie or credentials: to the site, even though it is kept.
+    for header in ["Cookie: sid=1\r\n", "Authorization: Basic eDp5\r\n"] {
+        request(
+            addr,
+            "GET",
+            "example.com",
+            "/g?status=404",
+            Some(GOOGLEBOT),
+            header,
+        )
+        .await;
+    }
+    assert_eq!(site.seen("/g?status=404", GOOGLEBOT), 3);
+    // Another Accept-Encoding is another entry.
+    request(
+        addr,
+        "GET",
+        "example.com",
+        "/j?vary=Accept-Encoding",
+        Some(GOOGLEBOT),
+        "Accept-Encoding: br\r\n",
+    )
+    .await;
+    assert_eq!(site.seen("/j?vary=Accept-Encoding", GOOGLEBOT), 2);
+
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "bypass"), 2.0);
+    assert_eq!(cache_metric(&metrics, "hit"), 4.0);
+    proxy.stop().await;
+}
+
+/// A robot's `If-None-Match` with the ETag of the first answer gets 304
+/// from the cache (the site sent no ETag: crawlgate computed a strong one;
+/// a site's own ETag is kept). `If-Modified-Since` is covered by the
+/// validators' unit tests.
+#[tokio::test]
+async fn a_robot_revalidating_gets_304_from_the_cache() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, CONFIG).await;
+    let addr = proxy.addr;
+    get(addr, "example.com", "/p", Some(GOOGLEBOT)).await;
+    let cached = get(addr, "example.com", "/p", Some(GOOGLEBOT)).await;
+    let etag = cached.header("etag").expect("a computed ETag").to_owned();
+    assert!(etag.starts_with('"'), "strong: {etag}");
+    let res = request(
+        addr,
+        "GET",
+        "example.com",
+        "/p",
+        Some(GOOGLEBOT),
+        &format!("If-None-Match: {etag}\r\n"),
+    )
+    .await;
+    assert_eq!(res.status, 304, "{}", res.head);
+    assert!(res.body.is_empty());
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    let res = request(
+        addr,
+        "GET",
+        "example.com",
+        "/p",
+        Some(GOOGLEBOT),
+        "If-None-Match: \"other\"\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 200);
+
+    let target = "/q?etag=v1";
+    get(addr, "example.com", target, Some(GOOGLEBOT)).await;
+    let res = request(
+        addr,
+        "GET",
+        "example.com",
+        target,
+        Some(GOOGLEBOT),
+        "If-None-Match: \"v1\"\r\n",
+    )
+    .await;
+    assert_eq!(res.status, 304, "the site's own ETag is kept");
+    assert_eq!(site.seen("/p", GOOGLEBOT), 1);
+    assert_eq!(site.seen(target, GOOGLEBOT), 1);
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "not_modified"), 2.0);
+    proxy.stop().await;
+}
+
+/// Past its ttl an entry is not served while the site answers; when the
+/// site fails (503) or is dead (no answer), robots get the stale copy
+/// instead of the error; humans get the error.
+#[tokio::test]
+async fn a_stale_copy_stands_in_when_the_site_fails() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, "[bot_cache]\nttl = \"1s\"\n").await;
+    let addr = proxy.addr;
+    get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Stale, the site is up: forwarded (and kept again).
+    let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
+    assert_eq!(res.header("age"), None);
+    assert_eq!(site.seen("/news", GOOGLEBOT), 2);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    for (mode, error) in [(FAILING, 503), (DEAD, 502)] {
+        site.set(mode);
+        let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
+        assert_eq!(res.status, 200, "{}", res.head);
+        assert_eq!(res.text(), "page /news");
+        assert!(res.header("age").is_some());
+        let human = get(addr, "example.com", "/news", Some(FIREFOX)).await;
+        assert_eq!(human.status, error);
+    }
+    // Nothing to stand in: the error.
+    let res = get(addr, "example.com", "/never-seen", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 502);
+
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "stale"), 2.0);
+    proxy.stop().await;
+}
+
+/// A flood of distinct addresses keeps the cache within its size.
+#[tokio::test]
+async fn a_flood_of_addresses_stays_within_the_size() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, "[bot_cache]\nttl = \"10m\"\nsize = \"1MiB\"\n").await;
+    let addr = proxy.addr;
+    let admin = proxy.admin_addr.expect("admin");
+    let mut tasks = Vec::new();
+    for worker in 0..8 {
+        tasks.push(tokio::spawn(async move {
+            for i in 0..250 {
+                let target = format!("/flood/{worker}/{i}?size=4096");
+                let res = get(addr, "example.com", &target, Some("curl/8.5.0")).await;
+                assert_eq!(res.status, 200);
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("flood");
+    }
+    let metrics = scrape(admin).await;
+    let bytes = metric(&metrics, "crawlgate_bot_cache_bytes", &[]);
+    assert!(bytes <= 1_048_576.0, "{bytes} bytes held");
+    assert!(bytes >= 524_288.0, "the cache is used: {bytes} bytes");
+    assert_eq!(cache_metric(&metrics, "miss"), 2000.0);
+    proxy.stop().await;
+}
