@@ -217,3 +217,34 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     }
     proxy.stop().await;
 }
+
+/// While a robot's class is shed, a stale copy from the robots cache is
+/// better for it than a 503: served with its Age; a page the cache never
+/// held is still shed.
+#[tokio::test]
+async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_with(
+        "[shed]\nmax_upstream_inflight = 1\n[bot_cache]\nttl = \"1s\"\n",
+        overrides(&upstream),
+    )
+    .await;
+    let addr = proxy.addr;
+    assert_eq!(status(addr, "/page", CURL).await, 200);
+    sleep(Duration::from_millis(1100)).await;
+    let held = hold_humans(addr, &upstream, 1).await;
+    let res = {
+        sleep(crawlgate::shed::CHECK_EVERY + Duration::from_millis(20)).await;
+        get(addr, "example.com", "/page", Some(CURL)).await
+    };
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.text(), "upstream saw GET /page");
+    assert!(res.header("age").is_some_and(|age| age != "0"), "{}", res.head);
+    assert_eq!(status(addr, "/other", CURL).await, 503);
+    assert_eq!(seen(&upstream, "/page", CURL), 1);
+    upstream.release_held();
+    for task in held {
+        assert_eq!(task.await.expect("held request"), 200);
+    }
+    proxy.stop().await;
+}
