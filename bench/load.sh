@@ -18,6 +18,9 @@
 # BASELINE_BIN (an older crawlgate build, e.g. from before the metrics and
 # the access-log writer, run as crawlgate-baseline beside the current one:
 # the cost of observation, measured side by side),
+# PROTECT (1: also run crawlgate-protect, the same build with [shed] and
+# [bot_cache] on (bench/crawlgate-protect.toml), and a robots-only scenario:
+# what they cost when not triggered, and a cache hit against a forward),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -145,10 +148,10 @@ start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
 
 ADMIN_PORT=$((BASE + 6))
 SCRAPER_PID=
-start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN)
-    local config=bench/crawlgate.toml bin=${2:-$CRAWLGATE_BIN} admin=()
+start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); config
+    local config=${3:-bench/crawlgate.toml} bin=${2:-$CRAWLGATE_BIN} admin=()
     if [[ $1 == file ]]; then
-        sed 's/^access = false/access = true/' bench/crawlgate.toml > "$RUN/crawlgate-log.toml"
+        sed 's/^access = false/access = true/' "$config" > "$RUN/crawlgate-log.toml"
         config=$RUN/crawlgate-log.toml
         # Everything observation costs: the access log (combined, to a
         # file), the metrics, and the admin listener scraped every second
@@ -185,6 +188,7 @@ start_proxy() {
     case $1 in
         crawlgate) start_crawlgate "$2"; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN"; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-protect) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-protect.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -241,7 +245,7 @@ run_wrk() {
 # The status mix a scenario must produce (smoke mode).
 check_mix() {
     local name=$1 proxy=$2 mode=$3 want
-    if [[ $mode == pass ]]; then want="200:100"; else want="200:90 301:5 403:5"; fi
+    if [[ $mode == pass || $mode == robots ]]; then want="200:100"; else want="200:90 301:5 403:5"; fi
     python3 - "$RUN/wrk.out" "$name/$proxy" "$want" <<'PY'
 import sys
 out, label, want = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -272,18 +276,28 @@ PROXIES=(crawlgate nginx-lean)
 # nginx with crawlgate's own 748 tokens: a second row, not the headline.
 ((SMOKE)) || [[ ${FULL:-1} == 0 ]] || PROXIES+=(nginx)
 [[ -n ${BASELINE_BIN:-} ]] && PROXIES=(crawlgate-baseline "${PROXIES[@]}")
+[[ ${PROTECT:-0} == 1 ]] && PROXIES=(crawlgate-protect "${PROXIES[@]}")
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
 [[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0
 for round in $(seq "$THROUGHPUT_ROUNDS"); do
     run_wrk pass origin "$ORIGIN_PORT" pass
-    for proxy in "${PROXIES[@]}"; do
+    # Each round starts with the next proxy, so that no proxy always runs
+    # first (or right after the origin).
+    n=${#PROXIES[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${PROXIES[$(((i + round - 1) % n))]}"); done
+    for proxy in "${order[@]}"; do
         start_proxy "$proxy" off
         pids=$(proc_family "$PID")
         # shellcheck disable=SC2086
         run_wrk mixed "$proxy" "$PORT" mixed $pids
         # shellcheck disable=SC2086
         run_wrk pass "$proxy" "$PORT" pass $pids
+        if [[ ${PROTECT:-0} == 1 ]]; then
+            # shellcheck disable=SC2086
+            run_wrk robots "$proxy" "$PORT" robots $pids
+        fi
         stop_pid "$PID"
         start_proxy "$proxy" file
         pids=$(proc_family "$PID")

@@ -12,6 +12,7 @@
 -- views (15 %), 1 robot action URL (5 %, 403), 1 www address (5 %, 301),
 -- 1 robots.txt (5 %).
 -- pass: human page views only, the five profiles in turn.
+-- robots: robot page views only (the three crawlers, 30 articles each).
 
 local COOKIE = "PHPSESSID=q3k9v1b6m2s8d0f4h7j5l2n9p1; _ga=GA1.1.1849302755.1733050000; "
    .. "_ga_X1Y2Z3=GS1.1.1733050000.3.1.1733051234.0.0.0; cookie_consent=accepted; "
@@ -126,6 +127,10 @@ function init(args)
    if mode == "pass" then
       for i = 1, #BROWSERS do
          reqs[i] = get("/article/" .. i .. "?ref=home", browser(i), nil, "/")
+      end
+   elseif mode == "robots" then
+      for i = 1, 90 do
+         reqs[i] = get("/article/" .. ((i - 1) % 30 + 1), crawler(i))
       end
    else
       for i = 1, 14 do

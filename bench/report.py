@@ -47,8 +47,8 @@ def main() -> int:
     print(f"\n## Throughput (medians of {n_rounds} runs each)\n")
     print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name in ["pass", "mixed", "mixed-logged"]:
-        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "nginx-lean", "nginx"]:
+    for name in ["pass", "mixed", "mixed-logged", "robots"]:
+        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "crawlgate-protect", "nginx-lean", "nginx"]:
             if (name, proxy) not in runs:
                 continue
             print(
@@ -86,6 +86,17 @@ def main() -> int:
                 f"| {label} | {ratio(med(mine, 'crawlgate', 'cpu'), med(base, 'crawlgate-baseline', 'cpu'))} | "
                 f"{ratio(med(mine, 'crawlgate', 'rps'), med(base, 'crawlgate-baseline', 'rps'))} | "
                 f"{ratio(med(mine, 'crawlgate', 'p99'), med(base, 'crawlgate-baseline', 'p99'))} |"
+            )
+
+    if any(p == "crawlgate-protect" for _, p in runs):
+        print("\nShedding and the robots cache on (crawlgate-protect) against off (crawlgate), side by side:\n")
+        print("| scenario | CPU/req on ÷ off | req/s on ÷ off | p99 on ÷ off |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in ["pass", "mixed", "mixed-logged", "robots"]:
+            print(
+                f"| {name} | {ratio(med(name, 'crawlgate-protect', 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
+                f"{ratio(med(name, 'crawlgate-protect', 'rps'), med(name, 'crawlgate', 'rps'))} | "
+                f"{ratio(med(name, 'crawlgate-protect', 'p99'), med(name, 'crawlgate', 'p99'))} |"
             )
 
     print("\n## Memory and streaming\n")

@@ -19,6 +19,9 @@
 //! * **Answers** from it carry `Age`; a `200` entry has a strong `ETag`
 //!   (the upstream's, or one computed from the body) and answers a
 //!   matching `If-None-Match` or `If-Modified-Since` with `304`.
+//! * **Copies in progress** are bounded too: the bodies being copied at
+//!   one moment may not pass a quarter of `size` (past it, a fill is
+//!   dropped and that answer is simply not kept).
 //! * **Stale copies** (older than `ttl`, younger than `max_stale`) are
 //!   served only instead of an error: while robots are shed, or when the
 //!   upstream fails (no answer, or `500`, `502`, `503`, `504`).
@@ -31,6 +34,7 @@
 //! the wrong page.
 
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -173,6 +177,8 @@ pub struct BotCache {
     bytes_saved: Counter,
     bytes: Gauge,
     entries: Gauge,
+    /// Bytes being copied by fills right now.
+    filling: AtomicU64,
 }
 
 impl BotCache {
@@ -209,6 +215,7 @@ impl BotCache {
             bytes_saved: m.bytes_saved,
             bytes: m.bytes,
             entries: m.entries,
+            filling: AtomicU64::new(0),
         }
     }
 
@@ -357,15 +364,7 @@ impl BotCache {
         })
     }
 
-    fn store(&self, fill: Fill) {
-        let Fill {
-            key,
-            status,
-            mut headers,
-            body,
-            ..
-        } = fill;
-        let body = body.freeze();
+    fn store(&self, key: Key, status: StatusCode, mut headers: HeaderMap, body: Bytes) {
         headers.remove(AGE);
         headers.remove(TRANSFER_ENCODING);
         headers.remove(CONTENT_LENGTH);
@@ -420,10 +419,18 @@ pub struct Fill {
 }
 
 impl Fill {
-    /// One more piece of the body; `false` once it is over `max_item`
-    /// (the fill is then dropped).
+    /// One more piece of the body; `false` once it is over `max_item`, or
+    /// when the bodies being copied at this moment would pass a quarter of
+    /// `size` (the fill is then dropped: many robots downloading at once
+    /// cannot make the copies outgrow the cache).
     pub fn push(&mut self, data: &[u8]) -> bool {
-        if (self.body.len() + data.len()) as u64 > self.cache.config.max_item {
+        let len = data.len() as u64;
+        if self.body.len() as u64 + len > self.cache.config.max_item {
+            return false;
+        }
+        let filling = &self.cache.filling;
+        if filling.fetch_add(len, Ordering::Relaxed) + len > self.cache.config.size / 4 {
+            filling.fetch_sub(len, Ordering::Relaxed);
             return false;
         }
         self.body.extend_from_slice(data);
@@ -431,9 +438,27 @@ impl Fill {
     }
 
     /// The body ended complete: keep it.
-    pub fn finish(self) {
-        let cache = Arc::clone(&self.cache);
-        cache.store(self);
+    pub fn finish(mut self) {
+        let body = std::mem::take(&mut self.body).freeze();
+        self.cache
+            .filling
+            .fetch_sub(body.len() as u64, Ordering::Relaxed);
+        let key = Key {
+            hash: self.key.hash,
+            bytes: std::mem::take(&mut self.key.bytes),
+        };
+        let headers = std::mem::take(&mut self.headers);
+        self.cache.store(key, self.status, headers, body);
+    }
+}
+
+impl Drop for Fill {
+    fn drop(&mut self) {
+        // A fill dropped unfinished (a body cut short, too large) gives
+        // its bytes back; a finished one has none left.
+        self.cache
+            .filling
+            .fetch_sub(self.body.len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -1,5 +1,6 @@
 //! The load benchmark's smoke mode: a few seconds per scenario of
-//! `bench/load.sh --smoke` (crawlgate and the 25-token nginx peer in front of an
+//! `bench/load.sh --smoke` (crawlgate, crawlgate with shedding and the
+//! robots cache on, and the 25-token nginx peer in front of an
 //! nginx origin, wrk as the load), checking only that every scenario
 //! produced the expected status mix and that both streams moved every
 //! byte. The measured run is `bench/load.sh` without `--smoke` (see
@@ -23,6 +24,9 @@ fn load_benchmark_smoke() {
         .arg(format!("{root}/bench/load.sh"))
         .arg("--smoke")
         .env("CRAWLGATE_BIN", env!("CARGO_BIN_EXE_crawlgate"))
+        // Also crawlgate with shedding and the robots cache on, and the
+        // robots-only scenario.
+        .env("PROTECT", "1")
         .current_dir(root)
         .output()
         .expect("run bench/load.sh");
@@ -31,8 +35,9 @@ fn load_benchmark_smoke() {
     eprintln!("{stdout}\n{stderr}");
     assert!(out.status.success(), "bench/load.sh --smoke failed");
     let checks = stdout.lines().filter(|l| l.starts_with("smoke ")).count();
-    // origin pass + (mixed, pass, mixed-logged) × (crawlgate, nginx-lean)
-    assert_eq!(checks, 7, "every scenario was checked:\n{stdout}");
+    // origin pass + (mixed, pass, robots, mixed-logged) × (crawlgate,
+    // crawlgate-protect, nginx-lean)
+    assert_eq!(checks, 13, "every scenario was checked:\n{stdout}");
     assert!(
         stdout
             .lines()

@@ -239,7 +239,11 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     };
     assert_eq!(res.status, 200, "{}", res.head);
     assert_eq!(res.text(), "upstream saw GET /page");
-    assert!(res.header("age").is_some_and(|age| age != "0"), "{}", res.head);
+    assert!(
+        res.header("age").is_some_and(|age| age != "0"),
+        "{}",
+        res.head
+    );
     assert_eq!(status(addr, "/other", CURL).await, 503);
     assert_eq!(seen(&upstream, "/page", CURL), 1);
     upstream.release_held();

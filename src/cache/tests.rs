@@ -217,11 +217,45 @@ async fn a_body_over_max_item_or_cut_short_is_not_kept() {
     assert!(matches!(probe(&cache, "/big", &[], now), Probe::Miss(_)));
     assert!(matches!(probe(&cache, "/cut", &[], now), Probe::Miss(_)));
     assert_eq!(cache.weight(), 0);
+    assert_eq!(
+        cache.filling.load(Ordering::Relaxed),
+        0,
+        "dropped fills gave their bytes back"
+    );
     // HEAD answers are not kept (no body).
     let miss = probe(&cache, "/h", &[], now);
     assert!(cache
         .fill(miss, &Method::HEAD, StatusCode::OK, &HeaderMap::new())
         .is_none());
+}
+
+/// Many bodies copied at once may not pass a quarter of `size` together.
+#[tokio::test]
+async fn copies_in_progress_are_bounded() {
+    let metrics = Metrics::new();
+    let cache = Arc::new(BotCache::new(config(), &metrics));
+    let now = Instant::now();
+    let mut fills = Vec::new();
+    let mut refused = 0;
+    for i in 0..40 {
+        let miss = probe(&cache, &format!("/p{i}"), &[], now);
+        let mut fill = cache
+            .fill(miss, &Method::GET, StatusCode::OK, &HeaderMap::new())
+            .expect("storable");
+        if fill.push(&[b'x'; 16 * 1024]) {
+            fills.push(fill);
+        } else {
+            refused += 1;
+        }
+    }
+    // 1 MiB / 4 = 256 KiB: sixteen bodies of 16 KiB.
+    assert_eq!(fills.len(), 16);
+    assert_eq!(refused, 24);
+    for fill in fills {
+        fill.finish();
+    }
+    assert_eq!(cache.filling.load(Ordering::Relaxed), 0);
+    assert!(matches!(probe(&cache, "/p0", &[], now), Probe::Found(..)));
 }
 
 #[tokio::test]
