@@ -176,6 +176,13 @@ impl Live {
             let shared = shared.keeping_pool_of(&cell.load());
             cell.store(Arc::new(shared));
         }
+        // A reload that turns shedding off (or on again): the gauge says
+        // what the requests will now see.
+        let level = config
+            .shed
+            .as_ref()
+            .map_or(0, |_| self.observer.load.level());
+        self.observer.metrics.shed_level(level);
         let previous = std::mem::replace(&mut *running, config);
         running.keep_restart_settings(previous);
         Ok(Reloaded {

@@ -32,6 +32,7 @@ fn exported() -> BTreeSet<String> {
     metrics.certificates([("example.com", 0)]);
     metrics.reloaded(true);
     metrics.log_line_dropped();
+    metrics.bot_cache().result("hit").inc();
     let text = metrics.encode();
     let mut names = BTreeSet::new();
     for line in text.lines() {

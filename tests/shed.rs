@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
+use support::process::{free_addr, start_env};
 use support::{get, metric, scrape, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
@@ -251,4 +252,60 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
         assert_eq!(task.await.expect("held request"), 200);
     }
     proxy.stop().await;
+}
+
+/// The real binary logs the start and the end of shedding once each, however
+/// many robots are shed in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_and_end_of_shedding_are_logged_once() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    std::fs::write(
+        &config,
+        "[shed]\nmax_upstream_inflight = 1\ncalm_after = \"200ms\"\n[log]\naccess = false\n",
+    )
+    .expect("write config");
+    let log = dir.path().join("stderr.log");
+    let addr = free_addr();
+    let (listen, url) = (addr.to_string(), upstream.url());
+    let args = [
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--listen",
+        &listen,
+        "--upstream",
+        &url,
+    ];
+    let stderr = std::fs::File::create(&log).expect("log file");
+    let mut running = start_env(&args, &[("RUST_LOG", "info")], addr, stderr.into());
+
+    let held = hold_humans(addr, &upstream, 1).await;
+    assert_eq!(after_check(addr, "/a", CURL).await.0, 503);
+    for _ in 0..5 {
+        assert_eq!(after_check(addr, "/a", CURL).await.0, 503);
+    }
+    upstream.release_held();
+    for task in held {
+        assert_eq!(task.await.expect("held request"), 200);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while after_check(addr, "/b", CURL).await.0 != 200 {
+        assert!(Instant::now() < deadline, "robots are forwarded again");
+    }
+    running.signal("TERM");
+    running.wait_exit(Duration::from_secs(15));
+    let text = std::fs::read_to_string(&log).expect("read log");
+    let count = |what: &str| text.lines().filter(|l| l.contains(what)).count();
+    assert_eq!(
+        count("upstream under pressure: shedding robots"),
+        1,
+        "{text}"
+    );
+    assert_eq!(count("upstream calm: shedding ended"), 1, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("shedding robots") && l.contains("in_flight=1")),
+        "{text}"
+    );
 }
