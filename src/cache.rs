@@ -11,7 +11,8 @@
 //!   or `HEAD` without `Cookie`, `Authorization`, `Range` or a body.
 //! * **Responses** that are kept ([`storable`]): `200`, `301`, `404`,
 //!   `410` to such a `GET`, without `Set-Cookie`, not marked `private`,
-//!   `no-store` or `no-cache`, with no `Vary` other than
+//!   `no-store`, `no-cache` or `max-age=0`/`s-maxage=0`, with no `Vary`
+//!   other than
 //!   `Accept-Encoding` (the request's `Accept-Encoding` is part of the key),
 //!   complete, and at most `max_item` bytes. A response is kept only once
 //!   its whole body has passed (the body is copied as it streams to the
@@ -141,9 +142,9 @@ pub enum Probe {
     Bypass,
     /// Nothing usable: a forwarded answer may fill it under this key.
     Miss(Key),
-    /// An entry, fresh or stale; a forwarded answer (when stale) may
-    /// replace it.
-    Found(Arc<Entry>, Cached, Key),
+    /// An entry, fresh or stale; when stale, a forwarded answer may
+    /// replace it under the key (a fresh hit builds no key).
+    Found(Arc<Entry>, Cached, Option<Key>),
 }
 
 impl Probe {
@@ -274,7 +275,8 @@ impl BotCache {
         };
         match cached {
             Cached::None => Probe::Miss(key()),
-            cached => Probe::Found(entry, cached, key()),
+            Cached::Fresh => Probe::Found(entry, Cached::Fresh, None),
+            Cached::Stale => Probe::Found(entry, Cached::Stale, Some(key())),
         }
     }
 
@@ -349,8 +351,8 @@ impl BotCache {
         headers: &HeaderMap,
     ) -> Option<Fill> {
         let key = match probe {
-            Probe::Miss(key) | Probe::Found(_, _, key) => key,
-            Probe::NotAsked | Probe::Bypass => return None,
+            Probe::Miss(key) | Probe::Found(_, _, Some(key)) => key,
+            Probe::NotAsked | Probe::Bypass | Probe::Found(_, _, None) => return None,
         };
         if method != Method::GET || !storable(status, headers, self.config.max_item) {
             return None;
@@ -482,17 +484,22 @@ pub fn storable(status: StatusCode, headers: &HeaderMap, max_item: u64) -> bool 
     if headers.contains_key(SET_COOKIE) || headers.contains_key(CONTENT_RANGE) {
         return false;
     }
+    // `private`, `no-store`, `no-cache` (with or without field names), and
+    // a zero lifetime for shared caches (`s-maxage=0`, `max-age=0`): the
+    // site does not want the answer reused.
     let refused = |value: &HeaderValue| {
         value.as_bytes().split(|&b| b == b',').any(|directive| {
-            let name = directive.trim_ascii();
-            let name = name
-                .split(|&b| b == b'=')
+            let directive = directive.trim_ascii();
+            let mut halves = directive.splitn(2, |&b| b == b'=');
+            let name = halves.next().unwrap_or(directive).trim_ascii();
+            let zero = halves
                 .next()
-                .unwrap_or(name)
-                .trim_ascii();
-            [&b"private"[..], b"no-store", b"no-cache"]
-                .iter()
-                .any(|d| name.eq_ignore_ascii_case(d))
+                .is_some_and(|v| matches!(v.trim_ascii(), b"0" | b"\"0\""));
+            let is = |d: &[u8]| name.eq_ignore_ascii_case(d);
+            is(b"private")
+                || is(b"no-store")
+                || is(b"no-cache")
+                || ((is(b"max-age") || is(b"s-maxage")) && zero)
         })
     };
     if headers.get_all(CACHE_CONTROL).iter().any(refused) {
