@@ -180,6 +180,10 @@ async fn a_slow_upstream_sheds_robots_by_latency() {
     assert_eq!(after_check(addr, "/b", CURL).await.0, 503);
     assert_eq!(status(addr, "/b", FIREFOX).await, 200);
     assert_eq!(seen(&upstream, "/b", CURL), 0);
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(metric(&metrics, "crawlgate_shed_level", &[]), 1.0);
+    let shed = &[("decision", "shed"), ("class", "library"), ("code", "5xx")];
+    assert_eq!(metric(&metrics, "crawlgate_requests_total", shed), 1.0);
     proxy.stop().await;
 }
 
@@ -212,6 +216,15 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     );
     assert_eq!(seen(&upstream, "/b", GOOGLEBOT), 5);
     assert_eq!(status(addr, "/b", GPTBOT).await, 503);
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    let count = |decision: &str, class: &str, code: &str| {
+        let labels = &[("decision", decision), ("class", class), ("code", code)];
+        metric(&metrics, "crawlgate_requests_total", labels)
+    };
+    // The first Googlebot before the cap, then 5 of 10 after it.
+    assert_eq!(count("shed", "search", "5xx"), 6.0);
+    assert_eq!(count("forward", "search", "2xx"), 5.0);
+    assert_eq!(count("shed", "ai", "5xx"), 1.0);
     upstream.release_held();
     for task in held {
         assert_eq!(task.await.expect("held request"), 200);
