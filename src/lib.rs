@@ -31,7 +31,9 @@
 //!   decision, with no I/O (robots checks one file's existence); [`shed`]:
 //!   the pure shedding state machine and the process-wide load tracker
 //!   that feeds it; [`cache`]: the robots-only cache, and [`validators`]
-//!   (ETags, 304s) for what crawlgate serves itself.
+//!   (ETags, 304s) for what crawlgate serves itself; [`verify`]: the
+//!   crawler operators' published IP ranges as a lookup table (not yet on
+//!   the request path).
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
@@ -68,3 +70,4 @@ pub mod testing;
 pub mod tls;
 pub mod tunnel;
 pub mod validators;
+pub mod verify;
