@@ -46,13 +46,12 @@ use http::header::{
     RANGE, SET_COOKIE, TRANSFER_ENCODING, VARY,
 };
 use http::{Method, Response, StatusCode, Uri};
-use http_body_util::{Either, Full};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
 use crate::metrics::Metrics;
-use crate::response::Body;
+use crate::response::{self, Body};
 use crate::validators::{etag_of, not_modified};
 
 /// `[bot_cache]`, validated.
@@ -220,11 +219,6 @@ impl BotCache {
         }
     }
 
-    /// The settings.
-    pub fn config(&self) -> &BotCacheConfig {
-        &self.config
-    }
-
     /// Looks up a robot's request (`authority` as asked, `scheme` how it
     /// came in).
     pub fn probe(
@@ -316,8 +310,7 @@ impl BotCache {
         {
             self.not_modified.inc();
             self.bytes_saved.inc_by(entry.body.len() as u64);
-            let mut res = Response::new(Either::Right(Full::new(Bytes::new())));
-            *res.status_mut() = StatusCode::NOT_MODIFIED;
+            let mut res = response::full(StatusCode::NOT_MODIFIED, Bytes::new());
             for name in NOT_MODIFIED_FIELDS {
                 for value in entry.headers.get_all(&name) {
                     res.headers_mut().append(name.clone(), value.clone());
@@ -332,8 +325,7 @@ impl BotCache {
             self.bytes_saved.inc_by(entry.body.len() as u64);
             entry.body.clone()
         };
-        let mut res = Response::new(Either::Right(Full::new(body)));
-        *res.status_mut() = entry.status;
+        let mut res = response::full(entry.status, body);
         *res.headers_mut() = entry.headers.clone();
         res.headers_mut().insert(AGE, age);
         res.headers_mut()

@@ -25,12 +25,16 @@ const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
 
+/// A response of `status` with all of `body` (no headers yet).
+pub fn full(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut res = Response::new(Either::Right(Full::new(body)));
+    *res.status_mut() = status;
+    res
+}
+
 /// A response with a fixed text body.
 pub fn text(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(Bytes::from_static(
-        body.as_bytes(),
-    ))));
-    *res.status_mut() = status;
+    let mut res = full(status, Bytes::from_static(body.as_bytes()));
     res.headers_mut().insert(CONTENT_TYPE, TEXT);
     res.headers_mut().insert(CACHE_CONTROL, NO_STORE);
     res
@@ -59,15 +63,14 @@ pub fn shed(status: StatusCode, retry_after: HeaderValue) -> Response<Body> {
 
 /// A redirect to `location` (already validated as a header value).
 pub fn redirect(status: StatusCode, location: HeaderValue) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(Bytes::new())));
-    *res.status_mut() = status;
+    let mut res = full(status, Bytes::new());
     res.headers_mut().insert(LOCATION, location);
     res
 }
 
 /// robots.txt, with its validators.
 pub fn robots(robots: Representation) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(robots.body)));
+    let mut res = full(StatusCode::OK, robots.body);
     let headers = res.headers_mut();
     headers.insert(CONTENT_TYPE, TEXT);
     headers.insert(ETAG, robots.etag);
@@ -78,8 +81,7 @@ pub fn robots(robots: Representation) -> Response<Body> {
 /// 304 for a conditional request whose validators still match: the
 /// validators again, no body.
 pub fn not_modified(etag: HeaderValue, last_modified: Option<SystemTime>) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(Bytes::new())));
-    *res.status_mut() = StatusCode::NOT_MODIFIED;
+    let mut res = full(StatusCode::NOT_MODIFIED, Bytes::new());
     res.headers_mut().insert(ETAG, etag);
     if let Some(time) = last_modified {
         res.headers_mut().insert(LAST_MODIFIED, http_date(time));

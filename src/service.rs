@@ -255,14 +255,15 @@ async fn respond(
     }
 
     let authority = authority(req.uri(), req.headers().get(HOST));
+    let start = pending.start();
     let pressure = match &shared.policy.shed {
         Some(shed) => {
             let metrics = &shared.observer.metrics;
             shared.observer.load.pressure(
                 shed,
                 metrics.upstream_in_flight_now(),
-                pending.start(),
-                |change, reading| log_shed_change(shed, change, reading, metrics),
+                start,
+                |change, reading, level| log_shed_change(shed, change, reading, level, metrics),
             )
         }
         None => Pressure::default(),
@@ -272,7 +273,6 @@ async fn respond(
     // answer or the fill. (A block: the lookup's borrows end before the
     // request is forwarded.)
     let bot_cache = shared.bot_cache.as_deref();
-    let start = pending.start();
     let (verdict, decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
         let lookup = || match bot_cache {
@@ -458,40 +458,45 @@ async fn forward(
 /// One line per change of the shedding level (they are rare: the level
 /// moves at most once per `escalate_after` or `calm_after`), and the
 /// level's gauge.
-fn log_shed_change(shed: &ShedPolicy, change: Change, reading: Reading, metrics: &Metrics) {
+fn log_shed_change(
+    shed: &ShedPolicy,
+    change: Change,
+    reading: Reading,
+    level: u8,
+    metrics: &Metrics,
+) {
+    metrics.shed_level(level);
     let latency_p90_ms = reading.latency_p90.map(|l| l.as_millis() as u64);
     let in_flight = reading.in_flight;
-    let tiers = |level: u8| {
-        let order = &shed.config.order;
-        order[..usize::from(level).min(order.len())]
-            .iter()
-            .flatten()
-            .map(|c| &**c)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let order = &shed.config.order;
+    let shedding = order[..usize::from(level).min(order.len())]
+        .iter()
+        .flatten()
+        .map(|c| &**c)
+        .collect::<Vec<_>>()
+        .join(",");
     match change {
-        Change::Started => {
-            metrics.shed_level(1);
-            tracing::warn!(
-                in_flight,
-                latency_p90_ms,
-                shedding = %tiers(1),
-                "upstream under pressure: shedding robots"
-            );
-        }
-        Change::Raised(level) => {
-            metrics.shed_level(level);
-            tracing::warn!(in_flight, latency_p90_ms, level, shedding = %tiers(level), "upstream still under pressure: shedding more robot classes");
-        }
-        Change::Lowered(level) => {
-            metrics.shed_level(level);
-            tracing::info!(in_flight, latency_p90_ms, level, shedding = %tiers(level), "upstream calmer: shedding fewer robot classes");
-        }
-        Change::Ended => {
-            metrics.shed_level(0);
-            tracing::info!(in_flight, latency_p90_ms, "upstream calm: shedding ended");
-        }
+        Change::Started => tracing::warn!(
+            in_flight,
+            latency_p90_ms,
+            shedding,
+            "upstream under pressure: shedding robots"
+        ),
+        Change::Raised(_) => tracing::warn!(
+            in_flight,
+            latency_p90_ms,
+            level,
+            shedding,
+            "upstream still under pressure: shedding more robot classes"
+        ),
+        Change::Lowered(_) => tracing::info!(
+            in_flight,
+            latency_p90_ms,
+            level,
+            shedding,
+            "upstream calmer: shedding fewer robot classes"
+        ),
+        Change::Ended => tracing::info!(in_flight, latency_p90_ms, "upstream calm: shedding ended"),
         Change::SearchCapped => tracing::warn!(
             max_search_shed = %humantime::format_duration(shed.config.max_search_shed),
             share = f64::from(shed.config.capped_share_permille) / 1000.0,

@@ -517,13 +517,14 @@ impl Load {
 
     /// The pressure for a request at `now`, with `in_flight` requests
     /// upstream; re-evaluates the level when a check is due, and reports
-    /// a change through `changed`.
+    /// a change, with the reading and the level after it, through
+    /// `changed`.
     pub fn pressure(
         &self,
         policy: &ShedPolicy,
         in_flight: u64,
         now: Instant,
-        changed: impl FnOnce(Change, Reading),
+        changed: impl FnOnce(Change, Reading, u8),
     ) -> Pressure {
         let ms = now.saturating_duration_since(self.origin).as_millis() as u64;
         let due = self.next_check.load(Ordering::Relaxed);
@@ -560,7 +561,7 @@ impl Load {
         policy: &ShedPolicy,
         in_flight: u64,
         now: Instant,
-        changed: impl FnOnce(Change, Reading),
+        changed: impl FnOnce(Change, Reading, u8),
     ) {
         let reading = Reading {
             in_flight,
@@ -577,12 +578,13 @@ impl Load {
             reading,
             now,
         );
-        self.level.store(shedder.level(), Ordering::Relaxed);
+        let level = shedder.level();
+        self.level.store(level, Ordering::Relaxed);
         self.capped
             .store(shedder.search_capped(), Ordering::Relaxed);
         drop(shedder);
         if let Some(change) = change {
-            changed(change, reading);
+            changed(change, reading, level);
         }
     }
 }

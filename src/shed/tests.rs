@@ -176,13 +176,13 @@ fn the_capped_share_lets_that_share_of_search_requests_through() {
     // Raise the level to 3 and past the cap: one check per CHECK_EVERY.
     for _ in 0..6 {
         now += CHECK_EVERY;
-        load.pressure(&policy, 100, now, |_, _| {});
+        load.pressure(&policy, 100, now, |_, _, _| {});
     }
     assert_eq!(load.level(), 3);
     let google = classifier.classify(Some(b"Mozilla/5.0 (compatible; Googlebot/2.1)"));
     let passed = (0..1000)
         .filter(|_| {
-            let p = load.pressure(&policy, 100, now, |_, _| {});
+            let p = load.pressure(&policy, 100, now, |_, _, _| {});
             policy.decide(&google, p).is_none()
         })
         .count();
