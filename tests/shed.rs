@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crawlgate::config::Overrides;
 use support::process::{free_addr, start_env};
-use support::{get, metric, scrape, Proxy, Upstream, FIREFOX, GOOGLEBOT};
+use support::{get, metric, scrape, Proxy, Raw, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
@@ -57,12 +57,27 @@ fn seen(upstream: &Upstream, path: &str, ua: &str) -> usize {
         .count()
 }
 
-/// One GET of `path` as `ua`, after the next level check is due: its
-/// status and Retry-After.
-async fn after_check(proxy: SocketAddr, path: &str, ua: &str) -> (u16, Option<String>) {
+/// One GET of `path` as `ua`, after the next level check is due.
+async fn after_check(proxy: SocketAddr, path: &str, ua: &str) -> Raw {
     sleep(crawlgate::shed::CHECK_EVERY + Duration::from_millis(20)).await;
-    let res = get(proxy, "example.com", path, Some(ua)).await;
-    (res.status, res.header("retry-after").map(str::to_owned))
+    get(proxy, "example.com", path, Some(ua)).await
+}
+
+/// Lets the held requests answer; each gets its 200.
+async fn release(upstream: &Upstream, held: Vec<JoinHandle<u16>>) {
+    upstream.release_held();
+    for task in held {
+        assert_eq!(task.await.expect("held request"), 200);
+    }
+}
+
+/// Waits (at most 10 s, a request per check) until a robot's GET of
+/// `path` is forwarded again: the calm periods have passed.
+async fn until_forwarded(proxy: SocketAddr, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while after_check(proxy, path, CURL).await.status != 200 {
+        assert!(Instant::now() < deadline, "robots are forwarded again");
+    }
 }
 
 async fn status(proxy: SocketAddr, path: &str, ua: &str) -> u16 {
@@ -92,10 +107,8 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
 
     let held = hold_humans(addr, &upstream, 2).await;
     // Level 1: libraries (and unknown robots) are shed.
-    assert_eq!(
-        after_check(addr, "/b", CURL).await,
-        (503, Some("90".to_owned()))
-    );
+    let res = after_check(addr, "/b", CURL).await;
+    assert_eq!((res.status, res.header("retry-after")), (503, Some("90")));
     assert_eq!(status(addr, "/b", "SiteTool/2.1").await, 503);
     assert_eq!(status(addr, "/b", GPTBOT).await, 200);
     assert_eq!(status(addr, "/b", GOOGLEBOT).await, 200);
@@ -111,11 +124,11 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
     // Level 2 after escalate_after (long enough that a busy machine does
     // not reach it during the checks above): AI crawlers too.
     sleep(Duration::from_secs(1)).await;
-    assert_eq!(after_check(addr, "/c", GPTBOT).await.0, 503);
+    assert_eq!(after_check(addr, "/c", GPTBOT).await.status, 503);
     assert_eq!(status(addr, "/c", GOOGLEBOT).await, 200);
     // Level 3: search engines last; monitors are in no tier.
     sleep(Duration::from_secs(1)).await;
-    assert_eq!(after_check(addr, "/d", GOOGLEBOT).await.0, 503);
+    assert_eq!(after_check(addr, "/d", GOOGLEBOT).await.status, 503);
     assert_eq!(status(addr, "/d", UPTIME).await, 200);
     assert_eq!(status(addr, "/d", FIREFOX).await, 200);
 
@@ -144,14 +157,8 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
 
     // The slow requests end: calm. The level falls one tier per calm
     // period (300 ms), driven by the requests that come along.
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while after_check(addr, "/e", CURL).await.0 != 200 {
-        assert!(Instant::now() < deadline, "robots are forwarded again");
-    }
+    release(&upstream, held).await;
+    until_forwarded(addr, "/e").await;
     assert_eq!(status(addr, "/e", GOOGLEBOT).await, 200);
     assert_eq!(seen(&upstream, "/e", CURL), 1);
     let metrics = scrape(admin).await;
@@ -177,7 +184,7 @@ async fn a_slow_upstream_sheds_robots_by_latency() {
     for task in slow {
         assert_eq!(task.await.expect("slow request"), 200);
     }
-    assert_eq!(after_check(addr, "/b", CURL).await.0, 503);
+    assert_eq!(after_check(addr, "/b", CURL).await.status, 503);
     assert_eq!(status(addr, "/b", FIREFOX).await, 200);
     assert_eq!(seen(&upstream, "/b", CURL), 0);
     let metrics = scrape(proxy.admin_addr.expect("admin")).await;
@@ -201,7 +208,7 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     .await;
     let addr = proxy.addr;
     let held = hold_humans(addr, &upstream, 1).await;
-    assert_eq!(after_check(addr, "/a", GOOGLEBOT).await.0, 503);
+    assert_eq!(after_check(addr, "/a", GOOGLEBOT).await.status, 503);
     sleep(Duration::from_millis(300)).await;
     // The check that caps comes with this request.
     let _ = after_check(addr, "/x", FIREFOX).await;
@@ -225,10 +232,7 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     assert_eq!(count("shed", "search", "5xx"), 6.0);
     assert_eq!(count("forward", "search", "2xx"), 5.0);
     assert_eq!(count("shed", "ai", "5xx"), 1.0);
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
+    release(&upstream, held).await;
     proxy.stop().await;
 }
 
@@ -247,10 +251,7 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     assert_eq!(status(addr, "/page", CURL).await, 200);
     sleep(Duration::from_millis(1100)).await;
     let held = hold_humans(addr, &upstream, 1).await;
-    let res = {
-        sleep(crawlgate::shed::CHECK_EVERY + Duration::from_millis(20)).await;
-        get(addr, "example.com", "/page", Some(CURL)).await
-    };
+    let res = after_check(addr, "/page", CURL).await;
     assert_eq!(res.status, 200, "{}", res.head);
     assert_eq!(res.text(), "upstream saw GET /page");
     assert!(
@@ -260,10 +261,7 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     );
     assert_eq!(status(addr, "/other", CURL).await, 503);
     assert_eq!(seen(&upstream, "/page", CURL), 1);
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
+    release(&upstream, held).await;
     proxy.stop().await;
 }
 
@@ -294,18 +292,12 @@ async fn the_start_and_end_of_shedding_are_logged_once() {
     let mut running = start_env(&args, &[("RUST_LOG", "info")], addr, stderr.into());
 
     let held = hold_humans(addr, &upstream, 1).await;
-    assert_eq!(after_check(addr, "/a", CURL).await.0, 503);
+    assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
     for _ in 0..5 {
-        assert_eq!(after_check(addr, "/a", CURL).await.0, 503);
+        assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
     }
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while after_check(addr, "/b", CURL).await.0 != 200 {
-        assert!(Instant::now() < deadline, "robots are forwarded again");
-    }
+    release(&upstream, held).await;
+    until_forwarded(addr, "/b").await;
     running.signal("TERM");
     running.wait_exit(Duration::from_secs(15));
     let text = std::fs::read_to_string(&log).expect("read log");
