@@ -311,7 +311,9 @@ fn write_rule(out: &mut Vec<u8>, policy: &Policy, verdict: Option<(UaClass, Reas
 
 /// `client - - [time] "request" status bytes "referer" "user-agent"`, the
 /// combined format byte for byte, then crawlgate's fields:
-/// ` class=… rule="…" decision=… upstream=S total=S` (`-` when absent).
+/// ` class=… rule="…" decision=… upstream=S total=S` (`-` when absent),
+/// then ` error=… error_side=…` for a failed exchange and ` verified=…`
+/// for a robot that claims a crawler operator.
 fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()> {
     let o = &line.outcome;
     let Some(req) = &o.request else {
@@ -364,6 +366,9 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     if let Some((kind, side)) = o.error {
         write!(out, " error={kind} error_side={}", side.as_str())?;
     }
+    if let Some(identity) = o.identity {
+        write!(out, " verified={}", identity.as_str())?;
+    }
     out.push(b'\n');
     Ok(())
 }
@@ -391,6 +396,7 @@ struct JsonLine<'a> {
     total_seconds: f64,
     error: Option<&'static str>,
     error_side: Option<&'static str>,
+    verified: Option<&'static str>,
 }
 
 fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
@@ -428,6 +434,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         total_seconds: o.total_time.as_secs_f64(),
         error: o.error.map(|(kind, _)| kind),
         error_side: o.error.map(|(_, side)| side.as_str()),
+        verified: o.identity.map(|i| i.as_str()),
     };
     serde_json::to_writer(&mut *out, &record).map_err(io::Error::other)?;
     out.push(b'\n');

@@ -72,6 +72,10 @@ async fn answer(live: &Live, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     }
     match req.uri().path() {
         "/metrics" => {
+            // Ages are as of the scrape.
+            live.observer
+                .ranges
+                .update_gauges(std::time::SystemTime::now());
             let mut res = Response::new(Full::new(Bytes::from(live.observer.metrics.encode())));
             res.headers_mut().insert(CONTENT_TYPE, OPENMETRICS);
             res.headers_mut()

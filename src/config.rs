@@ -145,6 +145,36 @@ pub struct RawConfig {
     /// `[bot_cache]`
     #[serde(default)]
     pub bot_cache: RawBotCache,
+    /// `[verify]`
+    #[serde(default)]
+    pub verify: RawVerify,
+}
+
+/// `[verify]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVerify {
+    /// Verification on (the default) or off.
+    pub enabled: Option<bool>,
+    /// How often each range list is fetched again ("12h").
+    pub refresh: Option<String>,
+    /// Where the last good copy of each list is kept.
+    pub state_dir: Option<PathBuf>,
+    /// Reverse-then-forward DNS for the operators that document it.
+    pub dns: Option<bool>,
+    /// The DNS server (`IP` or `IP:port`); the system's by default.
+    pub resolver: Option<String>,
+    /// The longest a request waits for DNS.
+    pub dns_timeout: Option<String>,
+    /// DNS lookups in flight at once, at most.
+    pub dns_max_inflight: Option<u32>,
+    /// What to do with a spoofed claim: `log` (default) or `block`.
+    pub spoofed: Option<String>,
+    /// The header telling the upstream the verdict.
+    pub header: Option<String>,
+    /// Lists replaced by a local file or another URL, per operator.
+    pub ranges:
+        Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
 }
 
 /// `[bot_cache]` as written.
@@ -238,6 +268,8 @@ pub struct RawProxy {
     pub preserve_host: Option<bool>,
     /// Name of the classification header sent upstream.
     pub class_header: Option<String>,
+    /// Name of the header carrying a robot's class.
+    pub robot_class_header: Option<String>,
     /// Upstream TCP connect timeout.
     pub connect_timeout: Option<String>,
     /// Time allowed for the upstream's response headers.
@@ -382,6 +414,40 @@ pub struct Config {
     pub shed: Option<ShedConfig>,
     /// The robots-only cache, when on.
     pub bot_cache: Option<BotCacheConfig>,
+    /// Verifying crawlers, when on.
+    pub verify: Option<VerifyConfig>,
+}
+
+/// What to do with a request whose crawler claim is spoofed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spoofed {
+    /// Treat it as the unknown robot it is, and log it.
+    Log,
+    /// Answer 403 on every URL.
+    Block,
+}
+
+/// `[verify]`, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyConfig {
+    /// How often each list is fetched again.
+    pub refresh: Duration,
+    /// Where the last good copies are kept.
+    pub state_dir: Option<PathBuf>,
+    /// Reverse-then-forward DNS on.
+    pub dns: bool,
+    /// The DNS server; `None`: the system's (`/etc/resolv.conf`).
+    pub resolver: Option<SocketAddr>,
+    /// The longest a request waits for DNS.
+    pub dns_timeout: Duration,
+    /// DNS lookups in flight at once, at most.
+    pub dns_max_inflight: usize,
+    /// What a spoofed claim gets.
+    pub spoofed: Spoofed,
+    /// The verdict's header to the upstream.
+    pub header: HeaderName,
+    /// `(operator, list) → source` replacing official URLs.
+    pub ranges: Vec<(String, String, String)>,
 }
 
 /// The settings the process takes once, at start: the sockets it binds,
@@ -481,6 +547,8 @@ pub struct ProxyConfig {
     pub preserve_host: bool,
     /// The classification header (`X-Crawler` by default).
     pub class_header: HeaderName,
+    /// A robot's class (`X-Crawler-Class` by default).
+    pub robot_class_header: HeaderName,
     /// Upstream connect timeout.
     pub connect_timeout: Duration,
     /// Upstream response-header timeout.
@@ -562,10 +630,12 @@ impl Config {
             tls,
             shed,
             bot_cache,
+            verify,
         } = raw;
         let RawProxy {
             preserve_host,
             class_header,
+            robot_class_header,
             connect_timeout,
             response_timeout,
             pool_idle_timeout,
@@ -705,6 +775,14 @@ impl Config {
                 format!("{class_header:?} is not a header name"),
             )
         })?;
+        let robot_class_header = robot_class_header.unwrap_or_else(|| "x-crawler-class".to_owned());
+        let robot_class_header =
+            HeaderName::from_bytes(robot_class_header.as_bytes()).map_err(|_| {
+                invalid(
+                    "proxy.robot_class_header",
+                    format!("{robot_class_header:?} is not a header name"),
+                )
+            })?;
         let trusted_proxies = trusted_proxies
             .unwrap_or_default()
             .iter()
@@ -714,6 +792,7 @@ impl Config {
         let proxy = ProxyConfig {
             preserve_host: preserve_host.unwrap_or(true),
             class_header,
+            robot_class_header,
             connect_timeout: duration("proxy.connect_timeout", connect_timeout, "2s")?,
             response_timeout: duration("proxy.response_timeout", response_timeout, "60s")?,
             pool_idle_timeout: duration("proxy.pool_idle_timeout", pool_idle_timeout, "60s")?,
@@ -834,6 +913,7 @@ impl Config {
             tls,
             shed: shed_config(shed)?,
             bot_cache: bot_cache_config(bot_cache)?,
+            verify: verify_config(verify)?,
         })
     }
 
@@ -971,12 +1051,22 @@ impl RawConfig {
             Some(tls_certs),
             self.proxy.upstream_ca.as_mut(),
             self.log.file.as_mut(),
+            self.verify.state_dir.as_mut(),
         ]
         .into_iter()
         .flatten()
         {
             if path.is_relative() {
                 *path = dir.join(&*path);
+            }
+        }
+        // A range list replaced by a file: relative to the config too.
+        for lists in self.verify.ranges.iter_mut().flat_map(|r| r.values_mut()) {
+            for source in lists.values_mut() {
+                let is_url = source.starts_with("http://") || source.starts_with("https://");
+                if !is_url && Path::new(source.as_str()).is_relative() {
+                    *source = dir.join(source.as_str()).to_string_lossy().into_owned();
+                }
             }
         }
     }
@@ -1213,6 +1303,103 @@ fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigEr
     if !ttl_set {
         return Ok(None);
     }
+    Ok(enabled.unwrap_or(true).then_some(config))
+}
+
+/// `[verify]`: on unless `enabled = false`.
+fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
+    let RawVerify {
+        enabled,
+        refresh,
+        state_dir,
+        dns,
+        resolver,
+        dns_timeout,
+        dns_max_inflight,
+        spoofed,
+        header,
+        ranges,
+    } = raw;
+    let refresh = duration("verify.refresh", refresh, "12h")?;
+    if refresh < Duration::from_secs(1) || refresh > Duration::from_secs(30 * 86_400) {
+        return Err(invalid("verify.refresh", "must be between 1s and 30 days"));
+    }
+    let dns_timeout = duration("verify.dns_timeout", dns_timeout, "200ms")?;
+    if dns_timeout > Duration::from_secs(5) {
+        return Err(invalid(
+            "verify.dns_timeout",
+            "must be at most 5s: a request waits this long at worst",
+        ));
+    }
+    let resolver = match resolver {
+        None => None,
+        Some(text) => Some(
+            text.parse::<SocketAddr>()
+                .or_else(|_| {
+                    text.parse::<std::net::IpAddr>()
+                        .map(|ip| SocketAddr::new(ip, 53))
+                })
+                .map_err(|_| {
+                    invalid(
+                        "verify.resolver",
+                        format!("{text:?} is not an address like 127.0.0.1 or 127.0.0.1:5353"),
+                    )
+                })?,
+        ),
+    };
+    let dns_max_inflight = match dns_max_inflight.unwrap_or(64) {
+        0 => {
+            return Err(invalid(
+                "verify.dns_max_inflight",
+                "must be greater than zero",
+            ))
+        }
+        n => n as usize,
+    };
+    let spoofed = match spoofed.as_deref().unwrap_or("log") {
+        "log" => Spoofed::Log,
+        "block" => Spoofed::Block,
+        other => {
+            return Err(invalid(
+                "verify.spoofed",
+                format!("{other:?} is not \"log\" or \"block\""),
+            ))
+        }
+    };
+    let header = header.unwrap_or_else(|| "x-crawler-verified".to_owned());
+    let header = HeaderName::from_bytes(header.as_bytes())
+        .map_err(|_| invalid("verify.header", format!("{header:?} is not a header name")))?;
+    let mut overrides = Vec::new();
+    for (operator, lists) in ranges.unwrap_or_default() {
+        for (list, source) in lists {
+            let source = source.trim().to_owned();
+            if source.is_empty() || source.chars().any(char::is_control) {
+                return Err(invalid(
+                    "verify.ranges",
+                    format!("{operator}.{list}: {source:?} is not a path or URL"),
+                ));
+            }
+            let is_url = source.starts_with("http://") || source.starts_with("https://");
+            if is_url && source.parse::<Uri>().is_err() {
+                return Err(invalid(
+                    "verify.ranges",
+                    format!("{operator}.{list}: {source:?} is not a URL"),
+                ));
+            }
+            overrides.push((operator.clone(), list, source));
+        }
+    }
+    let config = VerifyConfig {
+        refresh,
+        state_dir,
+        dns: dns.unwrap_or(true),
+        resolver,
+        dns_timeout,
+        dns_max_inflight,
+        spoofed,
+        header,
+        ranges: overrides,
+    };
     Ok(enabled.unwrap_or(true).then_some(config))
 }
 
@@ -1618,6 +1805,7 @@ mod tests {
             "[proxy]",
             "preserve_host",
             "class_header",
+            "robot_class_header",
             "connect_timeout",
             "response_timeout",
             "pool_idle_timeout",
@@ -1652,6 +1840,16 @@ mod tests {
             "redirect_http",
             "hsts",
             "strict",
+            "[verify]",
+            "refresh",
+            "state_dir",
+            "dns",
+            "resolver",
+            "dns_timeout",
+            "dns_max_inflight",
+            "spoofed",
+            "header",
+            "[verify.ranges.",
         ] {
             assert!(
                 text.contains(key),

@@ -63,6 +63,9 @@ pub fn load(
             "shed.order",
             class.to_string(),
         )),
+        (SetupError::VerifyRanges(why), Some(path)) => {
+            LoadError::Config(ConfigError::invalid_in(path, "verify.ranges", why))
+        }
         (err, _) => LoadError::Setup(err),
     })?;
     let certs = match &config.tls {
@@ -125,6 +128,9 @@ impl Live {
         observer
             .start_log(config.restart.log_file.as_deref())
             .map_err(LoadError::Log)?;
+        observer
+            .ranges
+            .configure(shared.verify.as_ref().map(|v| v.setup.clone()));
         let shared = per_worker(shared, config.restart.workers)
             .into_iter()
             .map(|s| Arc::new(ArcSwap::from_pointee(s)))
@@ -160,6 +166,10 @@ impl Live {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let restart_needed = running.restart_needed(&config);
+        // Lists whose source did not change keep their copies.
+        self.observer
+            .ranges
+            .configure(shared.verify.as_ref().map(|v| v.setup.clone()));
         let mut certificates = 0;
         // A TLS listener cannot be added or removed without a restart (that
         // is reported above); while there is one, its certificates follow.

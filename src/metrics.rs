@@ -37,6 +37,31 @@ struct RequestLabels {
     code: &'static str,
 }
 
+/// A range list, by name (`google.common-crawlers`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListLabels {
+    /// `<operator>.<list>`.
+    pub list: String,
+}
+
+/// A range list and how a fetch of it ended (`ok`, `error`, `malformed`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListResultLabels {
+    /// `<operator>.<list>`.
+    pub list: String,
+    /// `ok`, `error` or `malformed`.
+    pub result: &'static str,
+}
+
+/// A crawler operator and a verification's result.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerifyLabels {
+    /// The operator claimed (`google`).
+    pub operator: Box<str>,
+    /// [`crate::verify::Identity::as_str`].
+    pub result: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ErrorLabels {
     kind: &'static str,
@@ -98,6 +123,10 @@ pub struct Metrics {
     bot_cache_bytes_saved: Counter,
     bot_cache_bytes: Gauge,
     bot_cache_entries: Gauge,
+    verify_list_age: Family<ListLabels, Gauge>,
+    verify_list_prefixes: Family<ListLabels, Gauge>,
+    verify_fetches: Family<ListResultLabels, Counter>,
+    verifications: Family<VerifyLabels, Counter>,
 }
 
 /// The robots cache's metrics, handed to each cache a reload builds.
@@ -220,6 +249,30 @@ impl Metrics {
             "Responses held by the robots cache",
             bot_cache_entries.clone(),
         );
+        let verify_list_age = Family::<ListLabels, Gauge>::default();
+        registry.register(
+            "verify_list_age_seconds",
+            "Seconds since each crawler range list's copy was fetched (absent until one is loaded)",
+            verify_list_age.clone(),
+        );
+        let verify_list_prefixes = Family::<ListLabels, Gauge>::default();
+        registry.register(
+            "verify_list_prefixes",
+            "Prefixes in each crawler range list's copy",
+            verify_list_prefixes.clone(),
+        );
+        let verify_fetches = Family::<ListResultLabels, Counter>::default();
+        registry.register(
+            "verify_list_fetches",
+            "Range list fetches by list and result: ok, error (no answer, not 200), malformed (refused; the last good copy is kept)",
+            verify_fetches.clone(),
+        );
+        let verifications = Family::<VerifyLabels, Counter>::default();
+        registry.register(
+            "crawler_verifications",
+            "Robot requests that claim a crawler operator, by operator and result: ip, dns, signature (verified), spoofed, unverified",
+            verifications.clone(),
+        );
         let log_dropped = Counter::default();
         registry.register(
             "access_log_dropped_lines",
@@ -253,6 +306,10 @@ impl Metrics {
             bot_cache_bytes_saved,
             bot_cache_bytes,
             bot_cache_entries,
+            verify_list_age,
+            verify_list_prefixes,
+            verify_fetches,
+            verifications,
         }
     }
 
@@ -293,6 +350,16 @@ impl Metrics {
             bytes_saved: self.bot_cache_bytes_saved.clone(),
             bytes: self.bot_cache_bytes.clone(),
             entries: self.bot_cache_entries.clone(),
+        }
+    }
+
+    /// The range store's metrics.
+    pub fn verify(&self) -> crate::verify::store::VerifyMetrics {
+        crate::verify::store::VerifyMetrics {
+            age: self.verify_list_age.clone(),
+            prefixes: self.verify_list_prefixes.clone(),
+            fetches: self.verify_fetches.clone(),
+            verifications: self.verifications.clone(),
         }
     }
 

@@ -29,6 +29,8 @@ use crate::proxy::BodyBytes;
 use crate::response::Body;
 use crate::service::Shared;
 use crate::shed::Load;
+use crate::verify::store::RangeStore;
+use crate::verify::Identity;
 
 /// Longest path, host or request-target written to the access log, in
 /// bytes.
@@ -171,12 +173,15 @@ pub struct Outcome {
     pub total_time: Duration,
     /// Why the exchange failed, and on which side.
     pub error: Option<(&'static str, Side)>,
+    /// What verification found for a robot's crawler claim.
+    pub identity: Option<Identity>,
 }
 
 /// The process-wide observer: created once, shared by every state a
 /// reload builds. It holds the metrics, the health the admin listener
-/// reports, and the access log's queue.
-#[derive(Debug, Default)]
+/// reports, the access log's queue, and what outlives a reload: the
+/// upstream's load and the crawler range lists.
+#[derive(Debug)]
 pub struct Observer {
     /// Every metric.
     pub metrics: Arc<Metrics>,
@@ -184,13 +189,29 @@ pub struct Observer {
     pub health: Health,
     /// The upstream's load, for shedding.
     pub load: Load,
+    /// The crawler operators' range lists, for verification.
+    pub ranges: Arc<RangeStore>,
     log: OnceLock<AccessLog>,
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Observer {
     /// An observer without an access log yet.
     pub fn new() -> Self {
-        Self::default()
+        let metrics = Arc::new(Metrics::new());
+        let ranges = Arc::new(RangeStore::new(&metrics));
+        Self {
+            metrics,
+            health: Health::default(),
+            load: Load::default(),
+            ranges,
+            log: OnceLock::new(),
+        }
     }
 
     /// Opens the access log (`None` = standard error) and starts its

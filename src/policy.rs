@@ -5,7 +5,9 @@
 //! tested with tables. The order is the product (README, "What happens to a
 //! request"):
 //!
-//! 1. classify the User-Agent;
+//! 1. classify the User-Agent (and, for a robot that claims a crawler
+//!    operator, the [`Identity`] verification found, handed in); with
+//!    `[verify] spoofed = "block"` a spoofed claim is refused on every URL;
 //! 2. a bot asking for an action URL is blocked (before anything else, so a
 //!    robot cannot reach an action through a redirect either);
 //! 3. a non-canonical address is redirected, both fixes in one hop;
@@ -15,15 +17,17 @@
 //!    asked only here, only for robots);
 //! 6. a robot whose class is shed under the current [`Pressure`] is
 //!    answered 503 (or 429) with `Retry-After` ([`crate::shed`]), or from a
-//!    stale cache entry when there is one; humans never are;
+//!    stale cache entry when there is one; humans never are, and a spoofed
+//!    claim is shed as the unknown robot it is;
 //! 7. everything else is forwarded.
 
 use http::{Method, StatusCode};
 
 use crate::cache::Cached;
 use crate::classify::{Classifier, UaClass, Verdict};
-use crate::config::RedirectConfig;
+use crate::config::{RedirectConfig, Spoofed};
 use crate::shed::{Pressure, Shed, ShedPolicy};
+use crate::verify::Identity;
 use crate::{canonical, query};
 
 /// What the request path needs, compiled from config and rules. One
@@ -38,6 +42,8 @@ pub struct Policy {
     pub redirect: RedirectConfig,
     /// Shedding robots under pressure, when on.
     pub shed: Option<ShedPolicy>,
+    /// What a spoofed crawler claim gets.
+    pub spoofed: Spoofed,
 }
 
 /// The facts of one request that the decision depends on, borrowed.
@@ -60,6 +66,9 @@ pub struct Facts<'a> {
     /// What the robots cache holds for this request, asked only for a
     /// robot (`None`: no cache).
     pub cache: Option<CacheProbe<'a>>,
+    /// What verification found, for a robot that claims a crawler
+    /// operator (`None`: no claim, or verification off).
+    pub identity: Option<Identity>,
 }
 
 /// The robots cache's lookup for one request, asked lazily: humans never
@@ -81,6 +90,8 @@ pub enum Decision {
         /// Index into [`Policy::blocked_params`] of the name it resolved to.
         param: usize,
     },
+    /// Answer 403: a spoofed crawler claim, with `spoofed = "block"`.
+    BlockSpoofed,
     /// Answer with a redirect to the canonical address.
     Redirect {
         /// 301 for GET/HEAD, 308 otherwise (keeps method and body).
@@ -107,7 +118,7 @@ impl Decision {
     /// logs.
     pub fn as_str(&self) -> &'static str {
         match self {
-            Decision::Block { .. } => "block",
+            Decision::Block { .. } | Decision::BlockSpoofed => "block",
             Decision::Redirect { .. } => "redirect",
             Decision::ServeRobots => "robots",
             Decision::Shed(_) => "shed",
@@ -120,11 +131,22 @@ impl Decision {
 /// Decides what to do with the request described by `facts`.
 pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
     let verdict = policy.classifier.classify(facts.user_agent);
+    let decision = decide_classified(verdict, facts, policy);
+    (verdict, decision)
+}
+
+/// [`decide`] for a User-Agent already classified as `verdict` (the
+/// request path classifies first, to know whether to verify a claim).
+pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -> Decision {
+    let spoofed = facts.identity == Some(Identity::Spoofed);
+    if spoofed && policy.spoofed == Spoofed::Block {
+        return Decision::BlockSpoofed;
+    }
 
     if verdict.class == UaClass::Bot {
         if let Some(query) = facts.query {
             if let Some(param) = query::action_param(query.as_bytes(), &policy.blocked_params) {
-                return (verdict, Decision::Block { param });
+                return Decision::Block { param };
             }
         }
     }
@@ -142,30 +164,30 @@ pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
             } else {
                 StatusCode::PERMANENT_REDIRECT
             };
-            return (verdict, Decision::Redirect { status, location });
+            return Decision::Redirect { status, location };
         }
     }
 
     if facts.path == "/robots.txt" && (facts.method == Method::GET || facts.method == Method::HEAD)
     {
-        return (verdict, Decision::ServeRobots);
+        return Decision::ServeRobots;
     }
 
     if verdict.class == UaClass::Bot {
         let cached = facts.cache.map_or(Cached::None, |probe| (probe.0)());
         if cached == Cached::Fresh {
-            return (verdict, Decision::FromCache { stale: false });
+            return Decision::FromCache { stale: false };
         }
         let shed = policy.shed.as_ref();
-        if let Some(shed) = shed.and_then(|s| s.decide(&verdict, facts.pressure)) {
+        if let Some(shed) = shed.and_then(|s| s.decide(&verdict, spoofed, facts.pressure)) {
             if cached == Cached::Stale {
-                return (verdict, Decision::FromCache { stale: true });
+                return Decision::FromCache { stale: true };
             }
-            return (verdict, Decision::Shed(shed));
+            return Decision::Shed(shed);
         }
     }
 
-    (verdict, Decision::Forward)
+    Decision::Forward
 }
 
 #[cfg(test)]
@@ -185,6 +207,7 @@ mod tests {
                 hosts: Vec::new(),
             },
             shed: None,
+            spoofed: Spoofed::Log,
         }
     }
 
@@ -234,6 +257,7 @@ mod tests {
             user_agent: ua,
             pressure,
             cache: None,
+            identity: None,
         };
         let (verdict, decision) = decide(&facts, policy);
         let shown = match decision {
@@ -528,19 +552,10 @@ mod tests {
                 asked.set(asked.get() + 1);
                 cached
             };
-            let (path, query) = match target.split_once('?') {
-                Some((p, q)) => (p, Some(q)),
-                None => (target, None),
-            };
             let facts = Facts {
-                method: &Method::GET,
-                scheme: "http",
-                authority: Some("example.com"),
-                path,
-                query,
-                user_agent: Some(ua),
                 pressure,
                 cache: Some(CacheProbe(&lookup)),
+                ..get(target, ua)
             };
             let (_, decision) = decide(&facts, &policy);
             assert_eq!(
@@ -549,6 +564,26 @@ mod tests {
                 "{target} {cached:?} {pressure:?} {}",
                 String::from_utf8_lossy(ua)
             );
+        }
+    }
+
+    /// A GET of `target` on `example.com` by `ua`, without pressure, cache
+    /// or verification.
+    fn get<'a>(target: &'a str, ua: &'a [u8]) -> Facts<'a> {
+        let (path, query) = match target.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (target, None),
+        };
+        Facts {
+            method: &Method::GET,
+            scheme: "http",
+            authority: Some("example.com"),
+            path,
+            query,
+            user_agent: Some(ua),
+            pressure: Pressure::default(),
+            cache: None,
+            identity: None,
         }
     }
 
@@ -563,7 +598,56 @@ mod tests {
             user_agent: Some(HUMAN),
             pressure: Pressure::default(),
             cache: None,
+            identity: None,
         };
         assert_eq!(decide(&facts, &policy()).1, Decision::Forward);
+    }
+
+    /// A spoofed claim: with `spoofed = "block"`, 403 on every URL, before
+    /// anything else (robots.txt too); by default it goes on as an unknown
+    /// robot, shed in the first tier where the search engine it claims
+    /// would not be. A verified or unverified claim changes nothing.
+    #[test]
+    fn spoofed_claims_are_blocked_or_shed_as_unknown_robots() {
+        let mut policy = shedding_policy();
+        let decide_with = |policy: &Policy, level: u8, target: &str, identity| {
+            let facts = Facts {
+                pressure: Pressure {
+                    level,
+                    search_pass: None,
+                },
+                identity,
+                ..get(target, GOOGLEBOT)
+            };
+            decide(&facts, policy).1.as_str()
+        };
+        const GOOGLEBOT: &[u8] =
+            b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+        use crate::verify::Method as By;
+        let spoofed = Some(Identity::Spoofed);
+        let cases = [
+            (0, "/", spoofed, "forward"),
+            (1, "/", spoofed, "shed"),
+            (1, "/", Some(Identity::Verified(By::Ip)), "forward"),
+            (1, "/", Some(Identity::Unverified), "forward"),
+            (1, "/", None, "forward"),
+            (0, "/robots.txt", spoofed, "robots"),
+        ];
+        for (level, target, identity, want) in cases {
+            assert_eq!(
+                decide_with(&policy, level, target, identity),
+                want,
+                "{level} {target} {identity:?}"
+            );
+        }
+        policy.spoofed = Spoofed::Block;
+        for target in ["/", "/robots.txt", "/a?do=1"] {
+            let facts_decision = decide_with(&policy, 0, target, spoofed);
+            assert_eq!(facts_decision, "block", "{target}");
+        }
+        assert_eq!(
+            decide_with(&policy, 0, "/", Some(Identity::Unverified)),
+            "forward"
+        );
     }
 }

@@ -37,6 +37,7 @@ use tokio::time::Instant;
 use crate::cache::Fill;
 use crate::classify::UaClass;
 use crate::config::Config;
+use crate::verify::Identity;
 
 /// Headers that describe one connection, not the message (RFC 9110
 /// §7.6.1), plus `Proxy`, which CGI turns into `HTTP_PROXY` ("httpoxy").
@@ -197,7 +198,7 @@ pub fn requested_upgrade(version: Version, headers: &HeaderMap) -> Option<&Heade
 }
 
 /// Who sent the request, as the proxy knows it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct ClientInfo {
     /// The TCP peer.
     pub peer: IpAddr,
@@ -207,6 +208,17 @@ pub struct ClientInfo {
     pub scheme: &'static str,
     /// The classification to announce upstream.
     pub class: UaClass,
+    /// A robot's class and verification, to announce upstream.
+    pub robot: Option<Robot>,
+}
+
+/// What the upstream is told about a robot.
+#[derive(Clone, Debug)]
+pub struct Robot {
+    /// Its class (`search`, `ai`, …; `unknown` for a spoofed claim).
+    pub class: HeaderValue,
+    /// What verification found, when it claims a crawler operator.
+    pub identity: Option<Identity>,
 }
 
 /// The upstream's TLS settings cannot be used.
@@ -265,6 +277,8 @@ pub struct Upstream {
     response_timeout: Duration,
     preserve_host: bool,
     class_header: HeaderName,
+    robot_class_header: HeaderName,
+    verified_header: HeaderName,
     trusted_proxies: Vec<IpNet>,
     max_body_bytes: Option<u64>,
     body_idle_timeout: Duration,
@@ -323,6 +337,11 @@ impl Upstream {
             response_timeout: config.proxy.response_timeout,
             preserve_host: config.proxy.preserve_host,
             class_header: config.proxy.class_header.clone(),
+            robot_class_header: config.proxy.robot_class_header.clone(),
+            verified_header: config.verify.as_ref().map_or_else(
+                || HeaderName::from_static("x-crawler-verified"),
+                |v| v.header.clone(),
+            ),
             trusted_proxies: config.proxy.trusted_proxies.clone(),
             max_body_bytes: config.limits.max_body_bytes,
             body_idle_timeout: config.limits.upstream_body_idle_timeout,
@@ -348,6 +367,8 @@ impl Upstream {
             response_timeout: self.response_timeout,
             preserve_host: self.preserve_host,
             class_header: self.class_header.clone(),
+            robot_class_header: self.robot_class_header.clone(),
+            verified_header: self.verified_header.clone(),
             trusted_proxies: self.trusted_proxies.clone(),
             max_body_bytes: self.max_body_bytes,
             body_idle_timeout: self.body_idle_timeout,
@@ -456,10 +477,12 @@ impl Upstream {
             &Rewrite {
                 host: upstream_host,
                 original_host: host,
+                port: self.port_value(client.port),
                 client,
                 trusted,
-                port: self.port_value(client.port),
                 class_header: &self.class_header,
+                robot_class_header: &self.robot_class_header,
+                verified_header: &self.verified_header,
             },
         );
         // `Upgrade` and `Connection` are hop-by-hop and were removed; an
@@ -651,6 +674,10 @@ pub struct Rewrite<'a> {
     pub port: HeaderValue,
     /// The classification header's name.
     pub class_header: &'a HeaderName,
+    /// The robot class header's name.
+    pub robot_class_header: &'a HeaderName,
+    /// The verification header's name.
+    pub verified_header: &'a HeaderName,
 }
 
 /// Who the client is, as far as the trusted proxies vouch for: from an
@@ -698,6 +725,19 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
         UaClass::Human => HeaderValue::from_static("0"),
     };
     headers.insert(rw.class_header.clone(), class);
+    // A robot's class and verification are crawlgate's word alone: a
+    // client's copies never reach the upstream.
+    headers.remove(rw.robot_class_header);
+    headers.remove(rw.verified_header);
+    if let Some(robot) = &rw.client.robot {
+        headers.insert(rw.robot_class_header.clone(), robot.class.clone());
+        if let Some(identity) = robot.identity {
+            headers.insert(
+                rw.verified_header.clone(),
+                HeaderValue::from_static(identity.as_str()),
+            );
+        }
+    }
 
     // From an untrusted peer nothing the client claimed is left, so every
     // header below is crawlgate's; a trusted proxy's are kept.
@@ -1084,6 +1124,10 @@ mod tests {
     use crate::testing::header_map as headers;
 
     fn rewrite(map: &mut HeaderMap, trusted: bool, class: UaClass) {
+        rewrite_robot(map, trusted, class, None);
+    }
+
+    fn rewrite_robot(map: &mut HeaderMap, trusted: bool, class: UaClass, robot: Option<Robot>) {
         let class_header = HeaderName::from_static("x-crawler");
         rewrite_request_headers(
             map,
@@ -1095,12 +1139,47 @@ mod tests {
                     port: 8080,
                     scheme: "http",
                     class,
+                    robot,
                 },
                 trusted,
                 port: HeaderValue::from_static("8080"),
                 class_header: &class_header,
+                robot_class_header: &HeaderName::from_static("x-crawler-class"),
+                verified_header: &HeaderName::from_static("x-crawler-verified"),
             },
         );
+    }
+
+    #[test]
+    fn robot_class_and_verification_headers_are_ours_alone() {
+        let client_copies = || {
+            headers(&[
+                ("x-crawler-class", "search"),
+                ("x-crawler-verified", "ip"),
+                ("X-Crawler-Verified", "dns"),
+            ])
+        };
+        // Even from a trusted proxy: these are not forwarding headers.
+        let mut human = client_copies();
+        rewrite_robot(&mut human, true, UaClass::Human, None);
+        assert!(all(&human, "x-crawler-class").is_empty());
+        assert!(all(&human, "x-crawler-verified").is_empty());
+        let mut unclaimed = client_copies();
+        let robot = |identity| Robot {
+            class: HeaderValue::from_static("library"),
+            identity,
+        };
+        rewrite_robot(&mut unclaimed, false, UaClass::Bot, Some(robot(None)));
+        assert_eq!(all(&unclaimed, "x-crawler-class"), ["library"]);
+        assert!(all(&unclaimed, "x-crawler-verified").is_empty());
+        let mut spoofed = client_copies();
+        rewrite_robot(
+            &mut spoofed,
+            false,
+            UaClass::Bot,
+            Some(robot(Some(Identity::Spoofed))),
+        );
+        assert_eq!(all(&spoofed, "x-crawler-verified"), ["spoofed"]);
     }
 
     fn all(map: &HeaderMap, name: &str) -> Vec<String> {

@@ -48,6 +48,15 @@ pub fn blocked() -> Response<Body> {
     )
 }
 
+/// 403 for a crawler claim its operator's own method refutes, with
+/// `[verify] spoofed = "block"`.
+pub fn spoofed() -> Response<Body> {
+    text(
+        StatusCode::FORBIDDEN,
+        "403 Forbidden: this client claims to be a crawler it could not be verified as.\n",
+    )
+}
+
 /// 503 or 429 for a robot shed under upstream pressure, with
 /// `Retry-After` (seconds).
 pub fn shed(status: StatusCode, retry_after: HeaderValue) -> Response<Body> {

@@ -179,6 +179,17 @@ impl Server {
             }
             None => None,
         };
+        // The crawler range lists are kept fresh on this thread, apart
+        // from the workers; the task ends with `run`.
+        let _ranges = match crate::verify::store::Fetcher::new() {
+            Ok(fetcher) => Some(AbortOnDrop(tokio::spawn(
+                Arc::clone(&observer.ranges).run(fetcher),
+            ))),
+            Err(e) => {
+                tracing::warn!(error = %e, "verify: cannot build the range list client; lists come from their saved copies only");
+                None
+            }
+        };
         let (stop_tx, stop_rx) = watch::channel(false);
         let cells = live.shared.clone();
         let served = tokio::task::spawn_blocking(move || {

@@ -7,8 +7,8 @@
 //! It is the only module where policy, proxy and responses meet.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -23,9 +23,9 @@ use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Cached, Probe};
-use crate::classify::{Classifier, UaClass};
+use crate::classify::{Classifier, Reason, UaClass, Verdict, UNKNOWN_CLASS};
 use crate::config::LogFormat;
-use crate::config::{Config, Limits};
+use crate::config::{Config, Limits, Spoofed, VerifyConfig};
 use crate::framing;
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, RequestCounters};
@@ -38,6 +38,11 @@ use crate::rules::{RuleLists, RulesError};
 use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
+use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
+use crate::verify::store::{RangeStore, Setup, Source, StoreError};
+use crate::verify::{
+    by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
+};
 
 /// What a reload replaces, built from a [`Config`]: everything a request
 /// needs, and the settings a connection takes when it is accepted
@@ -75,6 +80,80 @@ pub struct Shared {
     /// The robots-only cache, when on (shared by the workers' copies; a
     /// reload starts an empty one).
     pub bot_cache: Option<Arc<BotCache>>,
+    /// Verifying crawler claims, when on.
+    pub verify: Option<Verify>,
+    /// The robot class header's value per class, built with the rules.
+    pub class_values: Arc<ClassValues>,
+}
+
+/// Crawler verification's part of the request-path state.
+#[derive(Debug)]
+pub struct Verify {
+    /// What the process-wide range store is set to hold.
+    pub setup: Setup,
+    /// Reverse-then-forward DNS, when on (each worker its own resolver).
+    pub dns: Option<DnsChecker>,
+}
+
+impl Verify {
+    fn for_worker(&self) -> Self {
+        Self {
+            setup: self.setup.clone(),
+            // A resolver that cannot be built again (the system's
+            // configuration vanished) leaves that worker without DNS.
+            dns: self.dns.as_ref().and_then(|d| d.for_worker().ok()),
+        }
+    }
+}
+
+/// `X-Crawler-Class` values, one per rule and for the classes no rule
+/// names: a robot's header is a reference-counted clone, never an
+/// allocation.
+#[derive(Debug)]
+pub struct ClassValues {
+    per_rule: Vec<HeaderValue>,
+    unknown: HeaderValue,
+    empty: HeaderValue,
+}
+
+impl ClassValues {
+    /// The values of `classifier`'s lists.
+    pub fn new(classifier: &Classifier) -> Self {
+        let mut by_list: Vec<(&str, HeaderValue)> = Vec::new();
+        let per_rule = classifier
+            .rules()
+            .iter()
+            .map(|rule| {
+                if let Some((_, value)) = by_list.iter().find(|(l, _)| *l == &*rule.list) {
+                    return value.clone();
+                }
+                let value = HeaderValue::from_str(&rule.list)
+                    .unwrap_or_else(|_| HeaderValue::from_static(UNKNOWN_CLASS));
+                by_list.push((&rule.list, value.clone()));
+                value
+            })
+            .collect();
+        Self {
+            per_rule,
+            unknown: HeaderValue::from_static(UNKNOWN_CLASS),
+            empty: HeaderValue::from_static("no-user-agent"),
+        }
+    }
+
+    /// A robot's class (a spoofed claim is `unknown`); `None` for humans.
+    pub fn of(&self, verdict: &Verdict, identity: Option<Identity>) -> Option<HeaderValue> {
+        if verdict.class != UaClass::Bot {
+            return None;
+        }
+        if identity == Some(Identity::Spoofed) {
+            return Some(self.unknown.clone());
+        }
+        Some(match verdict.reason {
+            Reason::Token(i) => self.per_rule.get(i).unwrap_or(&self.unknown).clone(),
+            Reason::EmptyUserAgent => self.empty.clone(),
+            _ => self.unknown.clone(),
+        })
+    }
 }
 
 /// The settings of a connection, taken when it is accepted: a reload
@@ -104,6 +183,18 @@ pub enum SetupError {
     /// `[shed] order` names a class the rules do not have.
     #[error("shed.order: {0}")]
     Shed(#[from] UnknownClass),
+    /// The crawler operators' file is unusable.
+    #[error(transparent)]
+    Operators(#[from] OperatorsError),
+    /// `[verify.ranges]` names a list the operators' file does not have.
+    #[error("verify.ranges: {0}")]
+    VerifyRanges(String),
+    /// The state folder cannot be used.
+    #[error(transparent)]
+    StateDir(#[from] StoreError),
+    /// The DNS resolver cannot be set up.
+    #[error(transparent)]
+    Dns(#[from] DnsSetupError),
 }
 
 impl Shared {
@@ -120,12 +211,18 @@ impl Shared {
             Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
             None => None,
         };
+        let verify = match &config.verify {
+            Some(v) => Some(verify_state(v, config.rules_dir.as_deref())?),
+            None => None,
+        };
+        let class_values = Arc::new(ClassValues::new(&classifier));
         Ok(Self {
             policy: Arc::new(Policy {
                 classifier,
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
                 shed,
+                spoofed: config.verify.as_ref().map_or(Spoofed::Log, |v| v.spoofed),
             }),
             robots: Arc::new(Robots::new(
                 &config.blocked_params,
@@ -152,8 +249,56 @@ impl Shared {
             observer,
             counters,
             log_format: config.log_format,
+            verify,
+            class_values,
         })
     }
+}
+
+/// The operators (from the rules folder, or embedded), each list's source
+/// (official, or the config's replacement), and the DNS checker.
+fn verify_state(config: &VerifyConfig, rules_dir: Option<&Path>) -> Result<Verify, SetupError> {
+    let operators = match rules_dir {
+        Some(dir) => Operators::from_dir(dir)?,
+        None => Operators::embedded(),
+    };
+    let mut sources: Vec<Source> = operators
+        .lists
+        .iter()
+        .map(|l| Source::Url(l.url.clone()))
+        .collect();
+    for (operator, list, source) in &config.ranges {
+        let name = format!("{operator}.{list}");
+        let Some(i) = operators.list(&name) else {
+            let known: Vec<&str> = operators.lists.iter().map(|l| &*l.name).collect();
+            return Err(SetupError::VerifyRanges(format!(
+                "{name}: no such list (the lists are {})",
+                known.join(", ")
+            )));
+        };
+        sources[i] = Source::parse(source);
+    }
+    if let Some(dir) = &config.state_dir {
+        crate::verify::store::check_state_dir(dir)?;
+    }
+    let dns = if config.dns {
+        Some(DnsChecker::new(DnsSetup {
+            server: config.resolver,
+            wait: config.dns_timeout,
+            max_inflight: config.dns_max_inflight,
+        })?)
+    } else {
+        None
+    };
+    Ok(Verify {
+        setup: Setup {
+            operators: Arc::new(operators),
+            sources,
+            state_dir: config.state_dir.clone(),
+            refresh: config.refresh,
+        },
+        dns,
+    })
 }
 
 impl Shared {
@@ -174,6 +319,8 @@ impl Shared {
             counters: Arc::clone(&self.counters),
             log_format: self.log_format,
             bot_cache: self.bot_cache.clone(),
+            verify: self.verify.as_ref().map(Verify::for_worker),
+            class_values: Arc::clone(&self.class_values),
         }
     }
 
@@ -226,6 +373,7 @@ pub async fn handle(
         upstream_time: None,
         total_time: Duration::ZERO,
         error: None,
+        identity: None,
     };
     let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
     let mut res = respond(&shared, conn, upgrades, req, &mut pending).await;
@@ -272,8 +420,20 @@ async fn respond(
     // past block, redirect and robots.txt); what it found is kept for the
     // answer or the fill. (A block: the lookup's borrows end before the
     // request is forwarded.)
+    let user_agent = req.headers().get(USER_AGENT).map(HeaderValue::as_bytes);
+    let verdict = shared.policy.classifier.classify(user_agent);
+    // A robot that claims a crawler operator is verified before the
+    // decision (a table lookup; DNS only where the ranges do not settle
+    // it, bounded in time). Humans do none of it.
+    let identity = match (&shared.verify, verdict.class, user_agent) {
+        (Some(verify), UaClass::Bot, Some(ua)) => {
+            let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
+            verify_claim(&shared.observer.ranges, verify, ua, client).await
+        }
+        _ => None,
+    };
     let bot_cache = shared.bot_cache.as_deref();
-    let (verdict, decision, found) = {
+    let (decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
         let lookup = || match bot_cache {
             Some(cache) => {
@@ -297,20 +457,26 @@ async fn respond(
             authority,
             path: req.uri().path(),
             query: req.uri().query(),
-            user_agent: req.headers().get(USER_AGENT).map(HeaderValue::as_bytes),
+            user_agent,
             pressure,
             cache: bot_cache.map(|_| CacheProbe(&lookup)),
+            identity,
         };
-        let (verdict, decision) = policy::decide(&facts, &shared.policy);
-        (verdict, decision, found.into_inner())
+        let decision = policy::decide_classified(verdict, &facts, &shared.policy);
+        (decision, found.into_inner())
     };
     let outcome = &mut pending.outcome;
     outcome.verdict = Some((verdict.class, verdict.reason));
+    outcome.identity = identity;
 
     match decision {
         Decision::Block { .. } => {
             outcome.route = Route::Block;
             finish_early(&req, response::blocked())
+        }
+        Decision::BlockSpoofed => {
+            outcome.route = Route::Block;
+            finish_early(&req, response::spoofed())
         }
         Decision::Redirect { status, location } => {
             outcome.route = Route::Redirect;
@@ -361,16 +527,32 @@ async fn respond(
                 }
                 _ => None,
             };
-            forward(shared, conn, req, verdict.class, upgrade, found, pending).await
+            let robot = shared
+                .class_values
+                .of(&verdict, identity)
+                .map(|class| proxy::Robot { class, identity });
+            forward(
+                shared,
+                conn,
+                req,
+                verdict.class,
+                robot,
+                upgrade,
+                found,
+                pending,
+            )
+            .await
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn forward(
     shared: &Shared,
     conn: ConnInfo,
     req: Request<Incoming>,
     class: UaClass,
+    robot: Option<proxy::Robot>,
     upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
     found: Probe,
     pending: &mut Pending,
@@ -382,6 +564,7 @@ async fn forward(
         port: conn.local_port,
         scheme: conn.scheme,
         class,
+        robot,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
     pending.in_flight = Some(observer.metrics.upstream_in_flight());
@@ -452,6 +635,60 @@ async fn forward(
             }
             res
         }
+    }
+}
+
+/// What verification says of a robot's User-Agent `ua` from `client`:
+/// `None` when it claims no operator. Counted per operator and result;
+/// a spoofed claim is logged (rate-limited).
+async fn verify_claim(
+    store: &RangeStore,
+    verify: &Verify,
+    ua: &[u8],
+    client: IpAddr,
+) -> Option<Identity> {
+    let (step, operators, claim) = {
+        let set = store.current();
+        let claim = set.operators.claim(ua)?;
+        let found = set.table.lookup(client);
+        let step = by_ranges(&claim, found, set.loaded, verify.dns.is_some());
+        match step {
+            Step::Done(identity) => {
+                set.count(claim.operator, identity);
+                if identity == Identity::Spoofed {
+                    log_spoofed(&set.operators, claim, ua, client, "ip ranges");
+                }
+                return Some(identity);
+            }
+            // Kept past the await: the set's operators, not the guard.
+            Step::AskDns => (step, Arc::clone(&set.operators), claim),
+        }
+    };
+    debug_assert_eq!(step, Step::AskDns);
+    let answer = match &verify.dns {
+        Some(dns) => dns.check(client).await,
+        None => DnsAnswer::Failed,
+    };
+    let identity = by_dns(&answer, &operators.operators[claim.operator].dns);
+    store.current().count(claim.operator, identity);
+    if identity == Identity::Spoofed {
+        log_spoofed(&operators, claim, ua, client, "reverse DNS");
+    }
+    Some(identity)
+}
+
+static SPOOFED: LogLimiter = LogLimiter::new(5);
+
+fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, method: &str) {
+    if let Some(suppressed) = SPOOFED.admit() {
+        tracing::warn!(
+            client = %client,
+            operator = &*operators.operators[claim.operator].name,
+            claims = operators.claimed_token(ua).unwrap_or("?"),
+            by = method,
+            suppressed,
+            "spoofed crawler: the User-Agent claims an operator whose own method says otherwise",
+        );
     }
 }
 

@@ -371,12 +371,13 @@ impl ShedPolicy {
     }
 
     /// Whether a request of `verdict` is shed under `pressure`. Humans
-    /// never are.
-    pub fn decide(&self, verdict: &Verdict, pressure: Pressure) -> Option<Shed> {
+    /// never are; a `spoofed` crawler claim is shed as an unknown robot.
+    pub fn decide(&self, verdict: &Verdict, spoofed: bool, pressure: Pressure) -> Option<Shed> {
         if pressure.level == 0 || verdict.class != UaClass::Bot {
             return None;
         }
         let tier = match verdict.reason {
+            _ if spoofed => self.unknown,
             Reason::Token(i) => self.rule_tier.get(i).copied().unwrap_or(NEVER),
             Reason::Structure(_) => self.unknown,
             Reason::EmptyUserAgent => self.empty,

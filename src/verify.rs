@@ -1,380 +1,465 @@
-//! Verified crawlers, part one: the operators' published IP ranges and the
-//! table a request's address is looked up in.
+//! Verified crawlers: is a robot who its User-Agent says it is?
 //!
-//! Google, Bing, OpenAI, Apple, Perplexity, Common Crawl and others publish
-//! the addresses their crawlers use as JSON files of one common shape:
+//! A User-Agent is a claim. The crawler operators publish how to check it:
+//! JSON files of the IP ranges their crawlers use ([`ranges`]), reverse
+//! DNS names under their own domains that resolve back to the address.
+//! `rules/crawlers.toml` ([`Operators`]) says which robots claim which
+//! operator, which of its lists vouch for each, and its DNS domains.
 //!
-//! ```json
-//! {"creationTime": "…", "prefixes": [{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}
-//! ```
-//!
-//! [`parse_ranges`] reads one (extra fields are ignored; an empty or
-//! malformed file is an error, so a good list is never replaced by a bad
-//! one), and [`PrefixTable`] holds every list at once as sorted, disjoint
-//! address segments, each with the set of lists that contain it: a lookup
-//! is one binary search, allocates nothing, and never scans the prefixes.
-//!
-//! Not yet here (issue 14): fetching the lists on a schedule and keeping
-//! the last good copy, the mapping from lists to robots in `rules/`,
-//! reverse DNS, signed requests, and their use on the request path.
+//! The decision is pure and in two steps, so that the request path pays
+//! only for what it needs: a browser is never looked up at all; a robot
+//! that claims no operator neither; a claim is first checked against the
+//! ranges table ([`by_ranges`], one binary search), and only when the
+//! ranges do not settle it and the operator documents DNS is the resolver
+//! asked ([`by_dns`]). The answer is an [`Identity`]: verified (and how),
+//! spoofed, or unverified.
 
-use std::net::IpAddr;
-#[cfg(test)]
-use std::net::{Ipv4Addr, Ipv6Addr};
+pub mod dns;
+pub mod ranges;
+pub mod store;
 
-use ipnet::IpNet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Deserialize;
 
-/// Why a range file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum RangeError {
-    /// Not JSON of the expected shape.
-    #[error("not a range file ({{\"prefixes\": [{{\"ipv4Prefix\": …}}]}}): {0}")]
-    Shape(#[from] serde_json::Error),
-    /// A prefix that is not an address range.
-    #[error("entry {index}: {text:?} is not an address prefix like 192.0.2.0/24")]
-    Prefix {
-        /// Its position in `prefixes`, from 0.
-        index: usize,
-        /// As written.
-        text: String,
-    },
-    /// An entry with neither an `ipv4Prefix` nor an `ipv6Prefix`.
-    #[error("entry {0}: no ipv4Prefix or ipv6Prefix")]
-    Missing(usize),
-    /// No prefixes at all.
-    #[error("no prefixes: an empty list never replaces a good one")]
-    Empty,
-}
+pub use ranges::{parse_ranges, Lists, PrefixTable, RangeError};
 
-#[derive(Deserialize)]
-struct RangeFile {
-    prefixes: Vec<RangeEntry>,
-}
-
-#[derive(Deserialize)]
-struct RangeEntry {
-    #[serde(rename = "ipv4Prefix")]
-    ipv4: Option<String>,
-    #[serde(rename = "ipv6Prefix")]
-    ipv6: Option<String>,
-}
-
-/// The prefixes of one range file.
-pub fn parse_ranges(json: &[u8]) -> Result<Vec<IpNet>, RangeError> {
-    let file: RangeFile = serde_json::from_slice(json)?;
-    if file.prefixes.is_empty() {
-        return Err(RangeError::Empty);
-    }
-    file.prefixes
-        .into_iter()
-        .enumerate()
-        .map(|(index, entry)| {
-            let text = entry
-                .ipv4
-                .or(entry.ipv6)
-                .ok_or(RangeError::Missing(index))?;
-            text.trim()
-                .parse::<IpNet>()
-                .map(|net| net.trunc())
-                .map_err(|_| RangeError::Prefix { index, text })
-        })
-        .collect()
-}
-
-/// A set of lists, one bit per list (at most [`PrefixTable::MAX_LISTS`]).
-pub type Lists = u64;
-
-/// Every list's prefixes as sorted, disjoint segments per address family.
-#[derive(Clone, Debug, Default)]
-pub struct PrefixTable {
-    v4: Vec<Segment<u32>>,
-    v6: Vec<Segment<u128>>,
-}
-
-/// Addresses `start..=end`, in the lists of `lists`.
+/// How a claim was proven.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Segment<T> {
-    start: T,
-    end: T,
-    lists: Lists,
+pub enum Method {
+    /// The address is in a published range that vouches for the robot.
+    Ip,
+    /// Reverse DNS under the operator's domains, resolving back.
+    Dns,
+    /// A signed request (Web Bot Auth).
+    Signature,
 }
 
-impl PrefixTable {
-    /// The most lists a table holds.
-    pub const MAX_LISTS: usize = 64;
+/// What verification found for a robot that claims an operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    /// It is who it claims.
+    Verified(Method),
+    /// It is not: the operator's own method says so.
+    Spoofed,
+    /// Nothing certain either way (a list never loaded, a DNS timeout or
+    /// failure, or an operator that publishes no method).
+    Unverified,
+}
 
-    /// The table of `lists` (list `i` is bit `i`); lists past
-    /// [`Self::MAX_LISTS`] are left out.
-    pub fn new(lists: &[Vec<IpNet>]) -> Self {
-        let mut v4 = Vec::new();
-        let mut v6 = Vec::new();
-        for (i, nets) in lists.iter().take(Self::MAX_LISTS).enumerate() {
-            let bit = 1 << i;
-            for net in nets {
-                match net {
-                    IpNet::V4(n) => {
-                        v4.push((u32::from(n.network()), u32::from(n.broadcast()), bit))
-                    }
-                    IpNet::V6(n) => {
-                        v6.push((u128::from(n.network()), u128::from(n.broadcast()), bit))
+impl Identity {
+    /// `ip`, `dns`, `signature`, `spoofed` or `unverified`: the value of
+    /// the upstream header, the log field and the metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Identity::Verified(Method::Ip) => "ip",
+            Identity::Verified(Method::Dns) => "dns",
+            Identity::Verified(Method::Signature) => "signature",
+            Identity::Spoofed => "spoofed",
+            Identity::Unverified => "unverified",
+        }
+    }
+
+    /// Every value, in [`Identity::as_str`] order (for metrics).
+    pub const ALL: [Identity; 5] = [
+        Identity::Verified(Method::Ip),
+        Identity::Verified(Method::Dns),
+        Identity::Verified(Method::Signature),
+        Identity::Spoofed,
+        Identity::Unverified,
+    ];
+
+    /// Whether the verdict is a verification.
+    pub fn is_verified(self) -> bool {
+        matches!(self, Identity::Verified(_))
+    }
+}
+
+/// A robot's claim to an operator, found in its User-Agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// Index into [`Operators::operators`].
+    pub operator: usize,
+    /// The lists that vouch for this robot (bits as in [`Operators::lists`]).
+    pub lists: Lists,
+    /// The operator documents reverse DNS.
+    pub dns: bool,
+}
+
+/// What the ranges say about a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Settled.
+    Done(Identity),
+    /// Ask reverse then forward DNS ([`by_dns`]).
+    AskDns,
+}
+
+/// The first step: `found` are the lists the client address is in,
+/// `loaded` the lists that have data, `dns` whether DNS checks are on.
+pub fn by_ranges(claim: &Claim, found: Lists, loaded: Lists, dns: bool) -> Step {
+    if claim.lists & found != 0 {
+        return Step::Done(Identity::Verified(Method::Ip));
+    }
+    if dns && claim.dns {
+        return Step::AskDns;
+    }
+    // Outside every list that vouches for it, and all of them are known:
+    // the operator says the address is not its own.
+    if claim.lists != 0 && claim.lists & loaded == claim.lists {
+        return Step::Done(Identity::Spoofed);
+    }
+    Step::Done(Identity::Unverified)
+}
+
+/// What reverse then forward DNS answered for an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DnsAnswer {
+    /// The reverse name, and whether its forward lookup holds the address.
+    Name {
+        /// The PTR name (any case, trailing dot or not).
+        name: String,
+        /// The forward lookup of `name` returned the address.
+        resolves_back: bool,
+    },
+    /// The address has no reverse name (NXDOMAIN or no PTR record).
+    NoName,
+    /// No answer in time, or a server failure.
+    Failed,
+}
+
+/// The second step: the operator's `domains` against the DNS answer. A
+/// name outside the domains, or one that does not resolve back, is
+/// spoofed; so is an address without a reverse name (the operators that
+/// document DNS give every crawler address one); a failure settles nothing.
+pub fn by_dns(answer: &DnsAnswer, domains: &[Box<str>]) -> Identity {
+    match answer {
+        DnsAnswer::Name {
+            name,
+            resolves_back,
+        } => {
+            if name_in_domains(name, domains) && *resolves_back {
+                Identity::Verified(Method::Dns)
+            } else {
+                Identity::Spoofed
+            }
+        }
+        DnsAnswer::NoName => Identity::Spoofed,
+        DnsAnswer::Failed => Identity::Unverified,
+    }
+}
+
+/// Whether `name` is one of `domains` or below one (`crawl-1.googlebot.com`
+/// is below `googlebot.com`; `evilgooglebot.com` is not).
+pub fn name_in_domains(name: &str, domains: &[Box<str>]) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    domains.iter().any(|domain| {
+        let d = domain.as_bytes();
+        let n = name.as_bytes();
+        if n.len() == d.len() {
+            return n.eq_ignore_ascii_case(d);
+        }
+        n.len() > d.len()
+            && n[n.len() - d.len() - 1] == b'.'
+            && n[n.len() - d.len()..].eq_ignore_ascii_case(d)
+    })
+}
+
+/// One crawler operator.
+#[derive(Clone, Debug)]
+pub struct Operator {
+    /// `google`, `bing`, …
+    pub name: Box<str>,
+    /// Its reverse DNS domains (empty: no DNS method).
+    pub dns: Vec<Box<str>>,
+}
+
+/// One published range list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListSpec {
+    /// `<operator>.<list>`, e.g. `google.common-crawlers`.
+    pub name: Box<str>,
+    /// Index into [`Operators::operators`].
+    pub operator: usize,
+    /// The official URL.
+    pub url: Box<str>,
+}
+
+/// The operators of `rules/crawlers.toml`, compiled: which robot claims
+/// which operator, and the lists each robot is vouched for by.
+#[derive(Clone, Debug)]
+pub struct Operators {
+    /// Every operator, in file order.
+    pub operators: Vec<Operator>,
+    /// Every list, in file order; list `i` is bit `i` of [`Lists`].
+    pub lists: Vec<ListSpec>,
+    /// Robot tokens, ASCII case-insensitive, leftmost-longest.
+    claims: AhoCorasick,
+    /// Automaton pattern → its claim.
+    claim_of: Vec<Claim>,
+    /// Automaton pattern → the token as written.
+    tokens: Vec<Box<str>>,
+    /// Where it came from (`None`: embedded).
+    pub source: Option<PathBuf>,
+}
+
+/// The embedded `rules/crawlers.toml`.
+const EMBEDDED: &str = include_str!("../rules/crawlers.toml");
+
+/// The file's name in a rules folder.
+pub const FILE_NAME: &str = "crawlers.toml";
+
+/// Why `crawlers.toml` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorsError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not TOML of the expected shape (the message has the line).
+    #[error("{path}: {message}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// A value that cannot be used.
+    #[error("{path}: [{table}] {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The table (`google` or `google.lists.common-crawlers`).
+        table: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOperator {
+    robots: Vec<String>,
+    #[serde(default)]
+    dns: Vec<String>,
+    #[serde(default)]
+    lists: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawList {
+    url: String,
+    robots: Option<Vec<String>>,
+}
+
+impl Operators {
+    /// The operators embedded in the binary.
+    pub fn embedded() -> Self {
+        // Tested (`the_embedded_file_compiles`): a failure is a build
+        // defect, caught before any release.
+        #[allow(clippy::expect_used)]
+        Self::parse(Path::new(FILE_NAME), EMBEDDED)
+            .expect("the embedded rules/crawlers.toml is valid")
+    }
+
+    /// `dir/crawlers.toml`, or the embedded file when the folder has none.
+    pub fn from_dir(dir: &Path) -> Result<Self, OperatorsError> {
+        let path = dir.join(FILE_NAME);
+        match fs::read_to_string(&path) {
+            Ok(text) => {
+                let mut operators = Self::parse(&path, &text)?;
+                operators.source = Some(path);
+                Ok(operators)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::embedded()),
+            Err(source) => Err(OperatorsError::Read { path, source }),
+        }
+    }
+
+    /// Reads a `crawlers.toml` text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, OperatorsError> {
+        let shape = |message: String| OperatorsError::Shape {
+            path: path.to_owned(),
+            message,
+        };
+        let invalid = |table: &str, message: String| OperatorsError::Invalid {
+            path: path.to_owned(),
+            table: table.to_owned(),
+            message,
+        };
+        // `toml::Table` keeps file order (the crate's `preserve_order` is
+        // not needed: names are sorted, which is as stable).
+        let raw: toml::Table = toml::from_str(text).map_err(|e| shape(e.to_string()))?;
+        let mut operators = Vec::new();
+        let mut lists = Vec::new();
+        let mut claim_of = Vec::new();
+        let mut tokens: Vec<Box<str>> = Vec::new();
+        for (name, value) in raw {
+            check_name(&name).map_err(|m| invalid(&name, m))?;
+            let op: RawOperator = value
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(&name, e.message().to_owned()))?;
+            if op.robots.is_empty() {
+                return Err(invalid(&name, "robots: lists no robot".to_owned()));
+            }
+            let index = operators.len();
+            let mut dns = Vec::new();
+            for domain in op.dns {
+                let domain = domain.to_ascii_lowercase();
+                if !valid_domain(&domain) {
+                    return Err(invalid(
+                        &name,
+                        format!("dns: {domain:?} is not a domain name like googlebot.com"),
+                    ));
+                }
+                dns.push(domain.into_boxed_str());
+            }
+            let mut vouching: Vec<Lists> = vec![0; op.robots.len()];
+            for (list, value) in op.lists {
+                let table = format!("{name}.lists.{list}");
+                check_name(&list).map_err(|m| invalid(&table, m))?;
+                let spec: RawList = value
+                    .try_into()
+                    .map_err(|e: toml::de::Error| invalid(&table, e.message().to_owned()))?;
+                if !(spec.url.starts_with("https://") || spec.url.starts_with("http://"))
+                    || spec.url.parse::<http::Uri>().is_err()
+                {
+                    return Err(invalid(
+                        &table,
+                        format!("url: {:?} is not an http(s) URL", spec.url),
+                    ));
+                }
+                if lists.len() == PrefixTable::MAX_LISTS {
+                    return Err(invalid(
+                        &table,
+                        format!("more than {} lists in all", PrefixTable::MAX_LISTS),
+                    ));
+                }
+                let bit: Lists = 1 << lists.len();
+                match spec.robots {
+                    None => vouching.iter_mut().for_each(|v| *v |= bit),
+                    Some(robots) => {
+                        for robot in robots {
+                            let at = op
+                                .robots
+                                .iter()
+                                .position(|r| r.eq_ignore_ascii_case(&robot))
+                                .ok_or_else(|| {
+                                    invalid(
+                                        &table,
+                                        format!("robots: {robot:?} is not one of [{name}] robots"),
+                                    )
+                                })?;
+                            vouching[at] |= bit;
+                        }
                     }
                 }
+                lists.push(ListSpec {
+                    name: format!("{name}.{list}").into_boxed_str(),
+                    operator: index,
+                    url: spec.url.into_boxed_str(),
+                });
             }
-        }
-        Self {
-            v4: segments(v4),
-            v6: segments(v6),
-        }
-    }
-
-    /// The lists that contain `ip` (0: none). An IPv4 address mapped into
-    /// IPv6 (`::ffff:a.b.c.d`) is looked up as IPv4.
-    pub fn lookup(&self, ip: IpAddr) -> Lists {
-        match ip {
-            IpAddr::V4(v4) => find(&self.v4, u32::from(v4)),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => find(&self.v4, u32::from(v4)),
-                None => find(&self.v6, u128::from(v6)),
-            },
-        }
-    }
-
-    /// Segments held, both families (for tests and metrics).
-    pub fn len(&self) -> usize {
-        self.v4.len() + self.v6.len()
-    }
-
-    /// Whether the table holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The segment containing `ip`, by binary search on the starts.
-fn find<T: Copy + Ord>(segments: &[Segment<T>], ip: T) -> Lists {
-    let after = segments.partition_point(|s| s.start <= ip);
-    match after.checked_sub(1).map(|i| segments[i]) {
-        Some(s) if ip <= s.end => s.lists,
-        _ => 0,
-    }
-}
-
-/// Ranges (start, end, list bit), overlapping or not, as sorted disjoint
-/// segments with the union of the lists over each: a sweep over every
-/// range boundary.
-fn segments<T>(ranges: Vec<(T, T, Lists)>) -> Vec<Segment<T>>
-where
-    T: Copy + Ord + Bound,
-{
-    // Boundaries: a range adds its bit at `start` and removes it after
-    // `end`. Counting per bit handles ranges of one list that overlap.
-    let mut events: Vec<(T, bool, Lists)> = Vec::with_capacity(ranges.len() * 2);
-    for &(start, end, bit) in &ranges {
-        events.push((start, true, bit));
-        if let Some(after) = end.next() {
-            events.push((after, false, bit));
-        }
-    }
-    events.sort_unstable_by_key(|e| e.0);
-    let mut counts = [0u32; PrefixTable::MAX_LISTS];
-    let mut out: Vec<Segment<T>> = Vec::new();
-    let mut i = 0;
-    while i < events.len() {
-        let at = events[i].0;
-        while i < events.len() && events[i].0 == at {
-            let (_, opens, bit) = events[i];
-            let slot = bit.trailing_zeros() as usize;
-            if opens {
-                counts[slot] += 1;
-            } else {
-                counts[slot] -= 1;
+            for (robot, lists) in op.robots.into_iter().zip(vouching) {
+                let robot = robot.trim();
+                if robot.is_empty()
+                    || robot.len() > 64
+                    || robot.bytes().any(|b| b.is_ascii_control())
+                {
+                    return Err(invalid(
+                        &name,
+                        format!("robots: {robot:?} must be 1 to 64 printable bytes"),
+                    ));
+                }
+                if tokens.iter().any(|t| t.eq_ignore_ascii_case(robot)) {
+                    return Err(invalid(&name, format!("robots: {robot:?} is named twice")));
+                }
+                tokens.push(robot.into());
+                claim_of.push(Claim {
+                    operator: index,
+                    lists,
+                    dns: !dns.is_empty(),
+                });
             }
-            i += 1;
-        }
-        let lists = counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .fold(0, |acc, (slot, _)| acc | (1 << slot));
-        // The segment runs to just before the next boundary (or the end of
-        // the address space).
-        let end = events.get(i).and_then(|e| e.0.prev()).unwrap_or(T::MAX);
-        if let Some(last) = out.last_mut() {
-            if last.lists == lists && last.end.next() == Some(at) {
-                last.end = end;
-                continue;
-            }
-        }
-        if lists != 0 {
-            out.push(Segment {
-                start: at,
-                end,
-                lists,
+            operators.push(Operator {
+                name: name.into_boxed_str(),
+                dns,
             });
         }
+        let claims = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(tokens.iter().map(|t| t.as_bytes()))
+            .map_err(|e| shape(e.to_string()))?;
+        Ok(Self {
+            operators,
+            lists,
+            claims,
+            claim_of,
+            tokens,
+            source: None,
+        })
     }
-    out
+
+    /// The operator a robot's User-Agent claims, if any: the leftmost
+    /// (longest) robot token in it. Allocates nothing.
+    pub fn claim(&self, user_agent: &[u8]) -> Option<Claim> {
+        self.claims
+            .find(user_agent)
+            .map(|m| self.claim_of[m.pattern().as_usize()])
+    }
+
+    /// The robot token a User-Agent claims, as written in the file.
+    pub fn claimed_token(&self, user_agent: &[u8]) -> Option<&str> {
+        self.claims
+            .find(user_agent)
+            .map(|m| &*self.tokens[m.pattern().as_usize()])
+    }
+
+    /// The list named `<operator>.<list>`.
+    pub fn list(&self, name: &str) -> Option<usize> {
+        self.lists.iter().position(|l| &*l.name == name)
+    }
 }
 
-/// Stepping through an address space.
-trait Bound: Sized {
-    const MAX: Self;
-    fn next(self) -> Option<Self>;
-    fn prev(self) -> Option<Self>;
+/// An operator or list name: lowercase letters, digits and `-`.
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?}: a name is 1 to 64 lowercase letters, digits and '-'"
+        ))
+    }
 }
 
-impl Bound for u32 {
-    const MAX: Self = u32::MAX;
-    fn next(self) -> Option<Self> {
-        self.checked_add(1)
-    }
-    fn prev(self) -> Option<Self> {
-        self.checked_sub(1)
-    }
-}
-
-impl Bound for u128 {
-    const MAX: Self = u128::MAX;
-    fn next(self) -> Option<Self> {
-        self.checked_add(1)
-    }
-    fn prev(self) -> Option<Self> {
-        self.checked_sub(1)
-    }
+/// A domain name of at least two labels, lowercase.
+fn valid_domain(domain: &str) -> bool {
+    domain.len() <= 253
+        && domain.contains('.')
+        && domain.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v4(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
-        IpAddr::V4(Ipv4Addr::new(a, b, c, d))
-    }
-
-    fn v6(text: &str) -> IpAddr {
-        IpAddr::V6(text.parse::<Ipv6Addr>().expect("an IPv6 address"))
-    }
-
-    fn nets(texts: &[&str]) -> Vec<IpNet> {
-        texts.iter().map(|t| t.parse().expect("net")).collect()
-    }
-
-    #[test]
-    fn the_common_shape_parses_with_extra_fields() {
-        let json = br#"{"creationTime": "2026-12-01T10:00:00.000000", "syncToken": "1",
-            "prefixes": [{"ipv4Prefix": "66.249.64.0/27"}, {"ipv6Prefix": "2001:4860:4801:10::/64", "note": "x"},
-                         {"ipv4Prefix": "66.249.64.33/27"}]}"#;
-        let got = parse_ranges(json).expect("valid");
-        assert_eq!(
-            got,
-            nets(&[
-                "66.249.64.0/27",
-                "2001:4860:4801:10::/64",
-                "66.249.64.32/27"
-            ]),
-            "host bits are cleared"
-        );
-    }
-
-    #[test]
-    fn bad_files_are_refused_with_the_reason() {
-        let cases: &[(&[u8], &str)] = &[
-            (b"", "not a range file"),
-            (b"<html>", "not a range file"),
-            (br#"{"prefixes": []}"#, "no prefixes"),
-            (br#"{"creationTime": "x"}"#, "not a range file"),
-            (
-                br#"{"prefixes": [{"ipv4Prefix": "66.249.64.0/33"}]}"#,
-                "entry 0: \"66.249.64.0/33\"",
-            ),
-            (
-                br#"{"prefixes": [{"ipv4Prefix": "1.2.3.0/24"}, {"other": 1}]}"#,
-                "entry 1: no ipv4Prefix",
-            ),
-        ];
-        for (json, want) in cases {
-            let err = parse_ranges(json).expect_err("refused").to_string();
-            assert!(
-                err.contains(want),
-                "{}: {err}",
-                String::from_utf8_lossy(json)
-            );
-        }
-    }
-
-    #[test]
-    fn lookups_find_every_list_that_holds_an_address() {
-        let table = PrefixTable::new(&[
-            nets(&["66.249.64.0/19", "2001:4860:4801::/48"]),
-            nets(&["66.249.66.0/24", "157.55.39.0/24"]),
-            nets(&["157.55.39.128/25", "157.55.39.0/26"]),
-        ]);
-        let cases = [
-            (v4(66, 249, 63, 255), 0),
-            (v4(66, 249, 64, 0), 0b001),
-            (v4(66, 249, 66, 1), 0b011),
-            (v4(66, 249, 95, 255), 0b001),
-            (v4(66, 249, 96, 0), 0),
-            (v4(157, 55, 39, 1), 0b110),
-            (v4(157, 55, 39, 64), 0b010),
-            (v4(157, 55, 39, 200), 0b110),
-            (v4(157, 55, 40, 0), 0),
-            (v6("2001:4860:4801::1"), 0b001),
-            (v6("2001:4860:4802::1"), 0),
-            (v6("::ffff:66.249.66.9"), 0b011),
-            (v4(0, 0, 0, 0), 0),
-            (v4(255, 255, 255, 255), 0),
-        ];
-        for (ip, want) in cases {
-            assert_eq!(table.lookup(ip), want, "{ip}");
-        }
-    }
-
-    #[test]
-    fn segments_merge_and_reach_the_ends_of_the_space() {
-        // Adjacent prefixes of one list become one segment; the whole
-        // space and its last address work.
-        let table =
-            PrefixTable::new(&[nets(&["10.0.0.0/9", "10.128.0.0/9", "255.255.255.255/32"])]);
-        assert_eq!(table.v4.len(), 2, "{:?}", table.v4);
-        assert_eq!(table.lookup(v4(10, 200, 0, 1)), 1);
-        assert_eq!(table.lookup(v4(255, 255, 255, 255)), 1);
-        let all = PrefixTable::new(&[nets(&["0.0.0.0/0", "::/0"])]);
-        assert_eq!(all.lookup(v4(8, 8, 8, 8)), 1);
-        assert_eq!(all.lookup(v6("ffff::1")), 1);
-        assert!(PrefixTable::new(&[]).is_empty());
-    }
-
-    /// Against a linear scan of the prefixes, on many addresses.
-    #[test]
-    fn the_table_agrees_with_a_linear_scan() {
-        let lists: Vec<Vec<IpNet>> = (0..5u8)
-            .map(|l| {
-                (0..40u8)
-                    .map(|i| {
-                        let len = 16 + (u32::from(i) * 7 + u32::from(l)) % 17;
-                        format!("{}.{}.{}.0/{len}", 10 + l % 3, i.wrapping_mul(37), i)
-                            .parse::<IpNet>()
-                            .expect("net")
-                            .trunc()
-                    })
-                    .collect()
-            })
-            .collect();
-        let table = PrefixTable::new(&lists);
-        for a in 10..13u8 {
-            for b in (0..=255u8).step_by(3) {
-                for c in (0..=255u8).step_by(17) {
-                    let ip = v4(a, b, c, 7);
-                    let want = lists
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, nets)| nets.iter().any(|n| n.contains(&ip)))
-                        .fold(0, |acc, (i, _)| acc | (1 << i));
-                    assert_eq!(table.lookup(ip), want, "{ip}");
-                }
-            }
-        }
-    }
-}
+mod tests;

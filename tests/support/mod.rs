@@ -336,7 +336,7 @@ impl Proxy {
         overrides.workers.get_or_insert(1);
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("crawlgate.toml");
-        std::fs::write(&config_path, with_log_file(toml)).expect("write config");
+        std::fs::write(&config_path, test_config(toml)).expect("write config");
         let live = Live::start(Some(config_path.clone()), overrides).expect("test config is valid");
         let server = Server::bind(Arc::new(live)).expect("bind proxy");
         let addrs = server.addrs();
@@ -356,7 +356,7 @@ impl Proxy {
     /// Replaces the config file (with the same default log file as at
     /// start); [`Proxy::reload`] reads it.
     pub fn rewrite(&self, toml: &str) {
-        std::fs::write(&self.config_path, with_log_file(toml)).expect("write config");
+        std::fs::write(&self.config_path, test_config(toml)).expect("write config");
     }
 
     /// Reloads the config file, as SIGHUP does; the outcome.
@@ -388,13 +388,18 @@ impl Proxy {
 }
 
 /// `toml`, with the access log going to a file beside it unless the test
-/// chose (standard error would fill the test output).
-fn with_log_file(toml: &str) -> String {
-    if toml.contains("[log]") {
-        toml.to_owned()
-    } else {
-        format!("{toml}\n[log]\nfile = \"access.log\"\n")
+/// chose (standard error would fill the test output), and crawler
+/// verification off unless the test configures it (it would fetch the
+/// operators' lists from the internet: tests stay on loopback).
+fn test_config(toml: &str) -> String {
+    let mut text = toml.to_owned();
+    if !toml.contains("[log]") {
+        text.push_str("\n[log]\nfile = \"access.log\"\n");
     }
+    if !toml.contains("[verify") {
+        text.push_str("\n[verify]\nenabled = false\n");
+    }
+    text
 }
 
 /// The lines of the file at `path` (none if it does not exist yet).

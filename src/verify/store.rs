@@ -1,0 +1,775 @@
+//! The published range lists at run time: where each comes from, the last
+//! good copy of each, and the table the request path reads.
+//!
+//! [`RangeStore`] is process-wide (it outlives reloads, like the metrics).
+//! The request path reads one immutable [`RangeSet`] from it, an atomic
+//! pointer load; a refresh or a reload builds a new set and swaps it. A
+//! list is fetched from its official URL (or the URL or file the config
+//! puts in its place) every `refresh`; a copy that parses replaces the
+//! held one and is written to `state_dir`, where the next start finds it.
+//! A copy that does not parse, is empty, or does not arrive changes
+//! nothing but a metric and a log line: a good list is never replaced by a
+//! bad one.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{header, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use ipnet::IpNet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::Notify;
+
+use super::Identity;
+use super::{parse_ranges, Lists, Operators, PrefixTable};
+use crate::metrics::{ListLabels, ListResultLabels, Metrics, VerifyLabels};
+
+/// Where one list is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Fetched over HTTP(S).
+    Url(Box<str>),
+    /// Read from a local file.
+    File(PathBuf),
+}
+
+impl Source {
+    /// A config value: an `http://` or `https://` URL, or else a path.
+    pub fn parse(text: &str) -> Source {
+        if text.starts_with("https://") || text.starts_with("http://") {
+            Source::Url(text.into())
+        } else {
+            Source::File(PathBuf::from(text))
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Url(url) => f.write_str(url),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// What the store is asked to hold: the operators, each list's source
+/// (in [`Operators::lists`] order), and how to keep them.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The operators and their lists.
+    pub operators: Arc<Operators>,
+    /// Each list's source.
+    pub sources: Vec<Source>,
+    /// Where the last good copies are kept (`None`: in memory only).
+    pub state_dir: Option<PathBuf>,
+    /// How often each list is fetched again.
+    pub refresh: Duration,
+}
+
+/// One snapshot for the request path.
+#[derive(Debug)]
+pub struct RangeSet {
+    /// The operators the table's list bits refer to.
+    pub operators: Arc<Operators>,
+    /// Every loaded list's prefixes.
+    pub table: PrefixTable,
+    /// The lists that have data.
+    pub loaded: Lists,
+    /// Per operator, its verification counters in [`Identity::ALL`] order.
+    counters: Vec<[Counter; 5]>,
+}
+
+impl RangeSet {
+    fn new(
+        operators: Arc<Operators>,
+        table: PrefixTable,
+        loaded: Lists,
+        metrics: &VerifyMetrics,
+    ) -> Self {
+        let counters = operators
+            .operators
+            .iter()
+            .map(|op| {
+                Identity::ALL.map(|identity| {
+                    metrics.verifications.get_or_create_owned(&VerifyLabels {
+                        operator: op.name.clone(),
+                        result: identity.as_str(),
+                    })
+                })
+            })
+            .collect();
+        Self {
+            operators,
+            table,
+            loaded,
+            counters,
+        }
+    }
+
+    /// Counts one verification of a claim to `operator` (an atomic add).
+    pub fn count(&self, operator: usize, identity: Identity) {
+        let slot = Identity::ALL
+            .iter()
+            .position(|i| *i == identity)
+            .unwrap_or(4);
+        if let Some(counters) = self.counters.get(operator) {
+            counters[slot].inc();
+        }
+    }
+}
+
+/// One list's last good copy and its state.
+#[derive(Debug)]
+struct Held {
+    name: Box<str>,
+    source: Source,
+    nets: Option<Arc<Vec<IpNet>>>,
+    /// When the held copy was fetched (or its state file written).
+    updated: Option<SystemTime>,
+    /// The last attempt, successful or not.
+    attempted: Option<SystemTime>,
+    /// The last attempt failed (logged once until it succeeds again).
+    failing: bool,
+}
+
+#[derive(Debug)]
+struct Inner {
+    setup: Option<Setup>,
+    held: Vec<Held>,
+}
+
+/// The store's metrics.
+#[derive(Debug, Clone)]
+pub struct VerifyMetrics {
+    /// Seconds since each list's copy was fetched.
+    pub age: Family<ListLabels, Gauge>,
+    /// Prefixes in each list's copy.
+    pub prefixes: Family<ListLabels, Gauge>,
+    /// Fetches by list and result.
+    pub fetches: Family<ListResultLabels, Counter>,
+    /// Verifications by operator and result.
+    pub verifications: Family<VerifyLabels, Counter>,
+}
+
+/// Why the store cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The state folder cannot be created or written.
+    #[error("verify.state_dir: {path}: {source}")]
+    StateDir {
+        /// The folder.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The process-wide range lists.
+pub struct RangeStore {
+    current: ArcSwap<RangeSet>,
+    inner: Mutex<Inner>,
+    wake: Notify,
+    metrics: VerifyMetrics,
+}
+
+impl std::fmt::Debug for RangeStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeStore")
+            .field("current", &self.current.load())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The longest a fetch may take, head and body.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest list accepted (Google's biggest is ~100 KiB).
+const MAX_LIST_BYTES: usize = 8 << 20;
+/// Redirects followed (never from https to http).
+const MAX_REDIRECTS: usize = 3;
+/// A failed list is tried again after this long (or `refresh`, if shorter).
+const RETRY_AFTER: Duration = Duration::from_secs(300);
+
+impl RangeStore {
+    /// An empty store, counting into `metrics`.
+    pub fn new(metrics: &Metrics) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(RangeSet::new(
+                Arc::new(Operators::embedded()),
+                PrefixTable::default(),
+                0,
+                &metrics.verify(),
+            )),
+            inner: Mutex::new(Inner {
+                setup: None,
+                held: Vec::new(),
+            }),
+            wake: Notify::new(),
+            metrics: metrics.verify(),
+        }
+    }
+
+    /// The snapshot the request path reads.
+    pub fn current(&self) -> arc_swap::Guard<Arc<RangeSet>> {
+        self.current.load()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes a new setup (at start and at each reload), keeping every
+    /// held copy whose list and source did not change. A list new to the
+    /// store starts from its copy in `state_dir`, if there is a good one;
+    /// a local file is read now. Blocking file I/O: call it off the event
+    /// loop. `None` (verification off) drops everything. (The state
+    /// folder was checked when the setup was built: [`check_state_dir`].)
+    pub fn configure(&self, setup: Option<Setup>) {
+        let Some(setup) = setup else {
+            let mut inner = self.lock();
+            inner.setup = None;
+            inner.held.clear();
+            drop(inner);
+            self.publish();
+            return;
+        };
+        let mut inner = self.lock();
+        let mut old: HashMap<Box<str>, Held> =
+            inner.held.drain(..).map(|h| (h.name.clone(), h)).collect();
+        let mut held = Vec::with_capacity(setup.operators.lists.len());
+        for (spec, source) in setup.operators.lists.iter().zip(&setup.sources) {
+            match old.remove(&spec.name) {
+                Some(h) if h.source == *source => held.push(h),
+                _ => {
+                    let mut h = Held {
+                        name: spec.name.clone(),
+                        source: source.clone(),
+                        nets: None,
+                        updated: None,
+                        attempted: None,
+                        failing: false,
+                    };
+                    if let Some(dir) = &setup.state_dir {
+                        load_state_copy(dir, &mut h);
+                    }
+                    if let Source::File(path) = source {
+                        let outcome = std::fs::read(path).map_err(|e| e.to_string());
+                        self.take(&mut h, outcome, None, SystemTime::now());
+                    }
+                    held.push(h);
+                }
+            }
+        }
+        inner.held = held;
+        inner.setup = Some(setup);
+        drop(inner);
+        self.publish();
+        self.wake.notify_one();
+    }
+
+    /// Builds the snapshot from the held copies and swaps it in.
+    fn publish(&self) {
+        let inner = self.lock();
+        let Some(setup) = &inner.setup else {
+            self.current.store(Arc::new(RangeSet::new(
+                Arc::new(Operators::embedded()),
+                PrefixTable::default(),
+                0,
+                &self.metrics,
+            )));
+            return;
+        };
+        let mut loaded: Lists = 0;
+        let lists: Vec<Vec<IpNet>> = inner
+            .held
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match &h.nets {
+                Some(nets) => {
+                    loaded |= 1 << i;
+                    nets.as_ref().clone()
+                }
+                None => Vec::new(),
+            })
+            .collect();
+        let set = RangeSet::new(
+            Arc::clone(&setup.operators),
+            PrefixTable::new(&lists),
+            loaded,
+            &self.metrics,
+        );
+        drop(inner);
+        self.current.store(Arc::new(set));
+        self.update_gauges(SystemTime::now());
+    }
+
+    /// Handles one fetched or read copy: a good one replaces the held copy
+    /// (and is saved to `state_dir` when given); a bad one is counted and
+    /// logged once.
+    fn take(
+        &self,
+        held: &mut Held,
+        outcome: Result<Vec<u8>, String>,
+        state_dir: Option<&Path>,
+        now: SystemTime,
+    ) -> bool {
+        held.attempted = Some(now);
+        let parsed = outcome.and_then(|body| {
+            parse_ranges(&body)
+                .map(|nets| (nets, body))
+                .map_err(|e| format!("refused: {e}"))
+        });
+        let counter = |result: &'static str| {
+            self.metrics
+                .fetches
+                .get_or_create(&ListResultLabels {
+                    list: held.name.to_string(),
+                    result,
+                })
+                .inc();
+        };
+        match parsed {
+            Ok((nets, body)) => {
+                counter("ok");
+                if held.failing {
+                    tracing::info!(list = %held.name, source = %held.source, prefixes = nets.len(), "verify: range list loaded again");
+                }
+                held.failing = false;
+                held.nets = Some(Arc::new(nets));
+                held.updated = Some(now);
+                if let Some(dir) = state_dir {
+                    if let Err(e) = save_state_copy(dir, &held.name, &body) {
+                        tracing::warn!(list = %held.name, dir = %dir.display(), error = %e, "verify: cannot keep the list's copy on disk");
+                    }
+                }
+                true
+            }
+            Err(why) => {
+                counter(if why.starts_with("refused") {
+                    "malformed"
+                } else {
+                    "error"
+                });
+                if !held.failing {
+                    let kept = if held.nets.is_some() {
+                        "the last good copy is kept"
+                    } else {
+                        "no copy yet: its robots stay unverified"
+                    };
+                    tracing::warn!(list = %held.name, source = %held.source, error = %why, "verify: range list not updated; {kept}");
+                }
+                held.failing = true;
+                false
+            }
+        }
+    }
+
+    /// Fetches or reads every list that is due at `now`; returns how many
+    /// changed.
+    pub async fn refresh_due(&self, client: &Fetcher, now: SystemTime) -> usize {
+        let (due, state_dir) = {
+            let inner = self.lock();
+            let Some(setup) = &inner.setup else {
+                return 0;
+            };
+            let retry = RETRY_AFTER.min(setup.refresh);
+            let due: Vec<(usize, Box<str>, Source)> = inner
+                .held
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| is_due(h, setup.refresh, retry, now))
+                .map(|(i, h)| (i, h.name.clone(), h.source.clone()))
+                .collect();
+            (due, setup.state_dir.clone())
+        };
+        if due.is_empty() {
+            return 0;
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, name, source) in due {
+            let client = client.clone();
+            tasks.spawn(async move {
+                let outcome = match &source {
+                    Source::Url(url) => client.get(url).await,
+                    Source::File(path) => {
+                        let path = path.clone();
+                        tokio::task::spawn_blocking(move || std::fs::read(path))
+                            .await
+                            .map_err(|e| e.to_string())
+                            .and_then(|read| read.map_err(|e| e.to_string()))
+                    }
+                };
+                (i, name, source, outcome)
+            });
+        }
+        let mut changed = 0;
+        while let Some(joined) = tasks.join_next().await {
+            let Ok((i, name, source, outcome)) = joined else {
+                continue;
+            };
+            let mut inner = self.lock();
+            // A reload may have changed the lists meanwhile: only a copy
+            // of the same list from the same source is taken.
+            let state = state_dir.as_deref();
+            if let Some(h) = inner.held.get_mut(i) {
+                if h.name == name && h.source == source && self.take(h, outcome, state, now) {
+                    changed += 1;
+                }
+            }
+        }
+        if changed > 0 {
+            self.publish();
+        }
+        changed
+    }
+
+    /// Keeps the lists fresh until the task is dropped: fetches what is
+    /// due, then waits for the next check (a minute, or `refresh` if
+    /// shorter) or a new setup.
+    pub async fn run(self: Arc<Self>, client: Fetcher) {
+        loop {
+            self.refresh_due(&client, SystemTime::now()).await;
+            let tick = {
+                let inner = self.lock();
+                inner.setup.as_ref().map_or(Duration::from_secs(60), |s| {
+                    s.refresh.min(Duration::from_secs(60))
+                })
+            };
+            tokio::select! {
+                () = tokio::time::sleep(tick) => {}
+                () = self.wake.notified() => {}
+            }
+            self.update_gauges(SystemTime::now());
+        }
+    }
+
+    /// Sets each list's age and size gauges as of `now`.
+    pub fn update_gauges(&self, now: SystemTime) {
+        let inner = self.lock();
+        self.metrics.age.clear();
+        self.metrics.prefixes.clear();
+        for h in &inner.held {
+            let (Some(nets), Some(updated)) = (&h.nets, h.updated) else {
+                continue;
+            };
+            let labels = ListLabels {
+                list: h.name.to_string(),
+            };
+            let age = now.duration_since(updated).unwrap_or_default().as_secs();
+            self.metrics
+                .age
+                .get_or_create(&labels)
+                .set(i64::try_from(age).unwrap_or(i64::MAX));
+            self.metrics
+                .prefixes
+                .get_or_create(&labels)
+                .set(i64::try_from(nets.len()).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Each list's name, whether it has a copy, and that copy's age (for
+    /// the start-up log and tests).
+    pub fn status(&self, now: SystemTime) -> Vec<(Box<str>, Option<Duration>)> {
+        self.lock()
+            .held
+            .iter()
+            .map(|h| {
+                let age = h
+                    .nets
+                    .as_ref()
+                    .and(h.updated)
+                    .map(|u| now.duration_since(u).unwrap_or_default());
+                (h.name.clone(), age)
+            })
+            .collect()
+    }
+}
+
+fn is_due(h: &Held, refresh: Duration, retry: Duration, now: SystemTime) -> bool {
+    let since = |t: Option<SystemTime>| t.map(|t| now.duration_since(t).unwrap_or_default());
+    match (since(h.updated), since(h.attempted)) {
+        // Never tried (a state copy alone counts as tried at its age).
+        (None, None) => true,
+        (updated, attempted) => {
+            let fresh = updated.is_some_and(|age| age < refresh);
+            let tried_recently = attempted.is_some_and(|age| age < retry);
+            !fresh && !tried_recently
+        }
+    }
+}
+
+/// The state copy of a list: `<dir>/<list>.json`.
+fn state_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+fn load_state_copy(dir: &Path, held: &mut Held) {
+    let path = state_path(dir, &held.name);
+    let Ok(body) = std::fs::read(&path) else {
+        return;
+    };
+    match parse_ranges(&body) {
+        Ok(nets) => {
+            held.nets = Some(Arc::new(nets));
+            held.updated = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            held.attempted = held.updated;
+        }
+        Err(e) => {
+            tracing::warn!(file = %path.display(), error = %e, "verify: ignoring an unusable saved copy");
+        }
+    }
+}
+
+/// Writes `body` as the list's state copy: a temporary file beside it,
+/// synced, then renamed over it, so a reader sees the old or the new copy.
+fn save_state_copy(dir: &Path, name: &str, body: &[u8]) -> std::io::Result<()> {
+    let target = state_path(dir, name);
+    let temp = dir.join(format!(".{name}.json.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(body)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Creates `dir` if needed and checks that a file can be written in it:
+/// at start and reload, so that a wrong folder is an error then, not a
+/// warning twelve hours later.
+pub fn check_state_dir(dir: &Path) -> Result<(), StoreError> {
+    let check = || {
+        std::fs::create_dir_all(dir)?;
+        let probe = dir.join(format!(".write-check.{}", std::process::id()));
+        std::fs::write(&probe, b"")?;
+        std::fs::remove_file(&probe)
+    };
+    check().map_err(|source| StoreError::StateDir {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
+/// The HTTP(S) client that fetches the lists: the system's root
+/// certificates, HTTP/1.1, a timeout, a size limit, a few redirects.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fetcher")
+    }
+}
+
+impl Fetcher {
+    /// A client trusting the system's root certificates (none found: only
+    /// `http://` sources work, and `https://` ones say why).
+    pub fn new() -> Result<Self, rustls::Error> {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            tracing::warn!(
+                "verify: no system root certificates; https range lists cannot be fetched"
+            );
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(Duration::from_secs(10)));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(Self { client })
+    }
+
+    /// The body of `url`, after at most [`MAX_REDIRECTS`] redirects, on a
+    /// 200 only, within [`FETCH_TIMEOUT`] and [`MAX_LIST_BYTES`].
+    pub async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
+        tokio::time::timeout(FETCH_TIMEOUT, self.get_inner(url))
+            .await
+            .map_err(|_| format!("no complete answer in {}s", FETCH_TIMEOUT.as_secs()))?
+    }
+
+    async fn get_inner(&self, url: &str) -> Result<Vec<u8>, String> {
+        let mut uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        for _ in 0..=MAX_REDIRECTS {
+            let req = Request::get(uri.clone())
+                .header(
+                    header::USER_AGENT,
+                    concat!(
+                        "crawlgate/",
+                        env!("CARGO_PKG_VERSION"),
+                        " (range list refresh)"
+                    ),
+                )
+                .header(header::ACCEPT, "application/json")
+                .body(Empty::new())
+                .map_err(|e| e.to_string())?;
+            let res = self.client.request(req).await.map_err(|e| {
+                let mut text = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    text.push_str(": ");
+                    text.push_str(&s.to_string());
+                    source = s.source();
+                }
+                text
+            })?;
+            let status = res.status();
+            if status.is_redirection() {
+                let location = res
+                    .headers()
+                    .get(header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| format!("{status} without a Location"))?;
+                let next =
+                    join(&uri, location).ok_or_else(|| format!("{status} to {location:?}"))?;
+                if uri.scheme_str() == Some("https") && next.scheme_str() != Some("https") {
+                    return Err(format!("{status} from https to {next}: refused"));
+                }
+                uri = next;
+                continue;
+            }
+            if status != StatusCode::OK {
+                return Err(format!("answered {status}"));
+            }
+            let body = Limited::new(res.into_body(), MAX_LIST_BYTES)
+                .collect()
+                .await
+                .map_err(|e| format!("body: {e}"))?;
+            return Ok(body.to_bytes().to_vec());
+        }
+        Err(format!("more than {MAX_REDIRECTS} redirects"))
+    }
+}
+
+/// `location` resolved against `base` (absolute, or an absolute path).
+fn join(base: &Uri, location: &str) -> Option<Uri> {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return location.parse().ok();
+    }
+    if !location.starts_with('/') || location.starts_with("//") {
+        return None;
+    }
+    Uri::builder()
+        .scheme(base.scheme()?.clone())
+        .authority(base.authority()?.clone())
+        .path_and_query(location)
+        .build()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held(updated: Option<u64>, attempted: Option<u64>) -> Held {
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        Held {
+            name: "x.y".into(),
+            source: Source::Url("https://example.com/x.json".into()),
+            nets: updated.map(|_| Arc::new(Vec::new())),
+            updated: updated.map(at),
+            attempted: attempted.map(at),
+            failing: false,
+        }
+    }
+
+    #[test]
+    fn a_list_is_due_when_stale_and_not_tried_lately() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100_000);
+        let refresh = Duration::from_secs(43_200);
+        let retry = Duration::from_secs(300);
+        let cases = [
+            (held(None, None), true, "never tried"),
+            (held(Some(99_000), Some(99_000)), false, "fresh"),
+            (held(Some(50_000), Some(50_000)), true, "older than refresh"),
+            (held(Some(50_000), Some(99_900)), false, "failed 100 s ago"),
+            (
+                held(None, Some(99_900)),
+                false,
+                "never loaded, failed 100 s ago",
+            ),
+            (
+                held(None, Some(99_000)),
+                true,
+                "never loaded, failed long ago",
+            ),
+        ];
+        for (h, want, what) in cases {
+            assert_eq!(is_due(&h, refresh, retry, now), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn sources_and_redirect_targets() {
+        assert_eq!(
+            Source::parse("https://a.example/x.json"),
+            Source::Url("https://a.example/x.json".into())
+        );
+        assert_eq!(
+            Source::parse("lists/x.json"),
+            Source::File("lists/x.json".into())
+        );
+        let base: Uri = "https://a.example/static/x.json".parse().expect("uri");
+        let joined = |l: &str| join(&base, l).map(|u| u.to_string());
+        assert_eq!(
+            joined("/y.json").as_deref(),
+            Some("https://a.example/y.json")
+        );
+        assert_eq!(
+            joined("https://b.example/z.json").as_deref(),
+            Some("https://b.example/z.json")
+        );
+        assert_eq!(joined("//evil.example/z"), None);
+        assert_eq!(joined("z.json"), None);
+    }
+
+    #[test]
+    fn state_copies_are_replaced_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        save_state_copy(
+            dir.path(),
+            "a.b",
+            b"{\"prefixes\":[{\"ipv4Prefix\":\"192.0.2.0/24\"}]}",
+        )
+        .expect("saved");
+        let mut h = held(None, None);
+        h.name = "a.b".into();
+        load_state_copy(dir.path(), &mut h);
+        assert_eq!(h.nets.as_deref().map(Vec::len), Some(1));
+        assert!(h.updated.is_some(), "its age is the file's");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["a.b.json"], "no temporary file is left");
+    }
+}

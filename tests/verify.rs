@@ -1,0 +1,681 @@
+//! Verified crawlers over real sockets, offline: the operators' range lists
+//! served by a local HTTP server (and a file), a DNS server on loopback
+//! that the test controls, a recording upstream, and crawlgate between.
+//! Client addresses other than 127.0.0.1 come through a trusted proxy's
+//! X-Forwarded-For, as behind a load balancer.
+
+mod support;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use crawlgate::config::Overrides;
+use crawlgate::verify::Operators;
+use hickory_proto::op::{Message, MessageType, ResponseCode};
+use hickory_proto::rr::rdata::{A, AAAA, PTR};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use support::{lines, metric, request, scrape, Proxy, Raw, Recorded, Upstream, FIREFOX, GOOGLEBOT};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::time::{sleep, Instant};
+
+const GPTBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+const CHATGPT_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot";
+const YANDEX: &str = "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)";
+const CURL: &str = "curl/8.5.0";
+
+const GOOGLE_LIST: &[u8] = br#"{"creationTime": "2026-12-01T10:00:00.000000", "syncToken": "7",
+  "prefixes": [{"ipv4Prefix": "66.249.66.0/24"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}"#;
+const OPENAI_LIST: &[u8] = br#"{"creationTime": "2026-12-01", "prefixes": [{"ipv4Prefix": "20.171.207.0/24", "extra": true}]}"#;
+
+/// Serves range files by path; the test changes them as it goes. A path
+/// it has no file for answers 404.
+#[derive(Clone)]
+struct ListServer {
+    addr: SocketAddr,
+    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+}
+
+impl ListServer {
+    async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+        let served = Arc::clone(&files);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let files = Arc::clone(&served);
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let body = files.lock().expect("files").get(req.uri().path()).cloned();
+                        async move {
+                            let res = match body {
+                                Some(body) => hyper::Response::new(Full::new(Bytes::from(body))),
+                                None => {
+                                    let mut res = hyper::Response::new(Full::new(Bytes::new()));
+                                    *res.status_mut() = http::StatusCode::NOT_FOUND;
+                                    res
+                                }
+                            };
+                            Ok::<_, Infallible>(res)
+                        }
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { addr, files }
+    }
+
+    fn set(&self, path: &str, body: &[u8]) {
+        self.files
+            .lock()
+            .expect("files")
+            .insert(path.to_owned(), body.to_vec());
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// What the loopback DNS server answers.
+#[derive(Default)]
+struct Zone {
+    /// Address → reverse name.
+    ptr: HashMap<IpAddr, String>,
+    /// Name (lower case, no trailing dot) → its addresses.
+    addrs: HashMap<String, Vec<IpAddr>>,
+    /// Addresses whose reverse answer comes this late.
+    slow: HashMap<IpAddr, Duration>,
+    /// Reverse queries seen, per address.
+    asked: HashMap<IpAddr, usize>,
+}
+
+/// A DNS server on loopback UDP answering from a [`Zone`]: PTR, A and
+/// AAAA, NXDOMAIN for anything it does not hold.
+struct DnsServer {
+    addr: SocketAddr,
+    zone: Arc<Mutex<Zone>>,
+}
+
+impl DnsServer {
+    async fn start(zone: Zone) -> Self {
+        let socket = Arc::new(UdpSocket::bind("127.0.0.1:0").await.expect("bind udp"));
+        let addr = socket.local_addr().expect("addr");
+        let zone = Arc::new(Mutex::new(zone));
+        let shared = Arc::clone(&zone);
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                let Ok((n, from)) = socket.recv_from(&mut buf).await else {
+                    return;
+                };
+                let Ok(query) = Message::from_vec(&buf[..n]) else {
+                    continue;
+                };
+                let (reply, delay) = answer(&shared, &query);
+                let socket = Arc::clone(&socket);
+                tokio::spawn(async move {
+                    sleep(delay).await;
+                    if let Ok(bytes) = reply.to_vec() {
+                        let _ = socket.send_to(&bytes, from).await;
+                    }
+                });
+            }
+        });
+        Self { addr, zone }
+    }
+
+    fn asked(&self, ip: &str) -> usize {
+        let ip: IpAddr = ip.parse().expect("ip");
+        self.zone
+            .lock()
+            .expect("zone")
+            .asked
+            .get(&ip)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+fn answer(zone: &Mutex<Zone>, query: &Message) -> (Message, Duration) {
+    let mut zone = zone.lock().expect("zone");
+    let mut reply = Message::response(query.metadata.id, query.metadata.op_code);
+    reply.metadata.message_type = MessageType::Response;
+    reply.metadata.recursion_desired = query.metadata.recursion_desired;
+    reply.metadata.recursion_available = true;
+    reply.metadata.authoritative = true;
+    let mut delay = Duration::ZERO;
+    let mut found = false;
+    if let Some(q) = query.queries.first() {
+        reply.add_query(q.clone());
+        let name = q.name().clone();
+        let text = name.to_ascii().trim_end_matches('.').to_ascii_lowercase();
+        match q.query_type() {
+            RecordType::PTR => {
+                let hit = zone
+                    .ptr
+                    .iter()
+                    .find(|(ip, _)| Name::from(**ip) == name)
+                    .map(|(ip, ptr)| (*ip, ptr.clone()));
+                if let Some((ip, ptr)) = hit {
+                    *zone.asked.entry(ip).or_default() += 1;
+                    delay = zone.slow.get(&ip).copied().unwrap_or_default();
+                    let target: Name = format!("{ptr}.").parse().expect("ptr name");
+                    reply.add_answer(Record::from_rdata(name, 300, RData::PTR(PTR(target))));
+                    found = true;
+                }
+            }
+            RecordType::A | RecordType::AAAA => {
+                for ip in zone.addrs.get(&text).cloned().unwrap_or_default() {
+                    let rdata = match (q.query_type(), ip) {
+                        (RecordType::A, IpAddr::V4(v4)) => RData::A(A(v4)),
+                        (RecordType::AAAA, IpAddr::V6(v6)) => RData::AAAA(AAAA(v6)),
+                        _ => continue,
+                    };
+                    reply.add_answer(Record::from_rdata(name.clone(), 300, rdata));
+                    found = true;
+                }
+                if !found && zone.addrs.contains_key(&text) {
+                    // The name exists, without this record type.
+                    return (reply, delay);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !found {
+        reply.metadata.response_code = ResponseCode::NXDomain;
+    }
+    (reply, delay)
+}
+
+fn overrides(upstream: &Upstream) -> Overrides {
+    Overrides {
+        upstream: Some(upstream.url()),
+        admin_listen: Some("127.0.0.1:0".to_owned()),
+        ..Overrides::default()
+    }
+}
+
+/// `[verify.ranges.*]` pointing every shipped list at `server` (a list it
+/// has no file for answers 404 and stays unloaded), except those in
+/// `files` (list name → local path).
+fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
+    let operators = Operators::embedded();
+    let mut out = String::new();
+    for (i, op) in operators.operators.iter().enumerate() {
+        let lists: Vec<_> = operators.lists.iter().filter(|l| l.operator == i).collect();
+        if lists.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("[verify.ranges.{}]\n", op.name));
+        for list in lists {
+            let short = &list.name[op.name.len() + 1..];
+            let source = match files.iter().find(|(name, _)| **name == *list.name) {
+                Some((_, path)) => path.display().to_string(),
+                None => server.url(&format!("/{}.json", list.name)),
+            };
+            out.push_str(&format!("{short} = {source:?}\n"));
+        }
+    }
+    out
+}
+
+/// A GET of a path unique to this call, from `client` (through the
+/// trusted proxy's X-Forwarded-For), as `ua`, with `extra` headers; the
+/// answer and what reached the upstream (if anything did).
+async fn from(
+    proxy: &Proxy,
+    upstream: &Upstream,
+    client: &str,
+    ua: &str,
+    path: &str,
+    extra: &str,
+) -> (Raw, Option<Recorded>) {
+    let headers = format!("X-Forwarded-For: {client}\r\n{extra}");
+    let res = request(proxy.addr, "GET", "example.com", path, Some(ua), &headers).await;
+    let seen = upstream
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.uri == path);
+    (res, seen)
+}
+
+/// (client, User-Agent, what the upstream is told: class, verified).
+type Case<'a> = (&'a str, &'a str, (Option<&'a str>, Option<&'a str>));
+
+/// The upstream's view of one request: (class header, verified header).
+fn told(seen: &Option<Recorded>) -> (Option<String>, Option<String>) {
+    let seen = seen.as_ref().expect("forwarded");
+    (
+        seen.header("x-crawler-class").map(str::to_owned),
+        seen.header("x-crawler-verified").map(str::to_owned),
+    )
+}
+
+fn pair(class: Option<&str>, verified: Option<&str>) -> (Option<String>, Option<String>) {
+    (class.map(str::to_owned), verified.map(str::to_owned))
+}
+
+/// Polls until `check` holds, for at most `limit`.
+async fn until(limit: Duration, what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what} within {limit:?}");
+        sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() {
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    lists.set("/google.common-crawlers.json", GOOGLE_LIST);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openai = dir.path().join("gptbot.json");
+    std::fs::write(&openai, OPENAI_LIST).expect("write");
+    let state = dir.path().join("state");
+    let toml = |spoofed: &str| {
+        format!(
+            "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\nrefresh = \"1s\"\ndns = false\nspoofed = {spoofed:?}\nstate_dir = {:?}\n{}",
+            state.display(),
+            ranges_toml(&lists, &[("openai.gptbot", &openai)])
+        )
+    };
+    let proxy = Proxy::start_with(&toml("log"), overrides(&upstream)).await;
+    let admin = proxy.admin_addr.expect("admin");
+
+    // The list arrives in the background, from the local server.
+    let mut n = 0;
+    until(
+        Duration::from_secs(10),
+        "google.common-crawlers loads",
+        async || {
+            n += 1;
+            let (_, seen) = from(
+                &proxy,
+                &upstream,
+                "66.249.66.1",
+                GOOGLEBOT,
+                &format!("/wait{n}"),
+                "",
+            )
+            .await;
+            told(&seen).1.as_deref() == Some("ip")
+        },
+    )
+    .await;
+
+    // (client, User-Agent, what the upstream is told: class, verified)
+    let cases: &[Case<'_>] = &[
+        ("66.249.66.1", GOOGLEBOT, (Some("search"), Some("ip"))),
+        (
+            "2001:4860:4801:10::5",
+            GOOGLEBOT,
+            (Some("search"), Some("ip")),
+        ),
+        // Outside the loaded list, no DNS: the operator's own list says no.
+        ("203.0.113.9", GOOGLEBOT, (Some("unknown"), Some("spoofed"))),
+        // From a file source.
+        ("20.171.207.3", GPTBOT, (Some("ai"), Some("ip"))),
+        ("66.249.66.1", GPTBOT, (Some("unknown"), Some("spoofed"))),
+        // Its list answers 404: never loaded, so nothing is certain.
+        (
+            "203.0.113.9",
+            CHATGPT_USER,
+            (Some("ai"), Some("unverified")),
+        ),
+        // A robot that claims no operator: a class, no verdict.
+        ("66.249.66.1", CURL, (Some("library"), None)),
+        // A browser: no lookup, no robot headers, from anywhere.
+        ("66.249.66.1", FIREFOX, (None, None)),
+    ];
+    for (i, &(client, ua, (class, verified))) in cases.iter().enumerate() {
+        // The client's own copies of the headers never reach the site.
+        let forged = "X-Crawler-Verified: ip\r\nX-Crawler-Class: search\r\n";
+        let (res, seen) = from(&proxy, &upstream, client, ua, &format!("/case{i}"), forged).await;
+        assert_eq!(res.status, 200, "{client} {ua}");
+        assert_eq!(told(&seen), pair(class, verified), "{client} {ua}");
+    }
+    let log_path = proxy.config_path.with_file_name("access.log");
+    until(
+        Duration::from_secs(5),
+        "the access log carries the verdict",
+        async || {
+            lines(&log_path)
+                .iter()
+                .any(|l| l.contains("/case2 ") && l.ends_with("verified=spoofed"))
+        },
+    )
+    .await;
+    let m = scrape(admin).await;
+    let count = |operator: &str, result: &str| {
+        metric(
+            &m,
+            "crawlgate_crawler_verifications_total",
+            &[("operator", operator), ("result", result)],
+        )
+    };
+    assert!(count("google", "ip") >= 3.0);
+    assert_eq!(count("google", "spoofed"), 1.0);
+    assert_eq!(count("openai", "spoofed"), 1.0);
+    assert_eq!(count("openai", "unverified"), 1.0);
+    let list = [("list", "google.common-crawlers")];
+    assert_eq!(metric(&m, "crawlgate_verify_list_prefixes", &list), 2.0);
+    assert!(metric(&m, "crawlgate_verify_list_age_seconds", &list) <= 5.0);
+    assert!(
+        metric(
+            &m,
+            "crawlgate_verify_list_fetches_total",
+            &[("list", "openai.chatgpt-user"), ("result", "error")]
+        ) >= 1.0
+    );
+
+    // The last good copy is on disk, whole.
+    let saved = state.join("google.common-crawlers.json");
+    assert_eq!(std::fs::read(&saved).expect("state copy"), GOOGLE_LIST);
+
+    // A malformed and then an empty list are refused; the good copy stays.
+    lists.set("/google.common-crawlers.json", b"<html>maintenance</html>");
+    let malformed = [("list", "google.common-crawlers"), ("result", "malformed")];
+    until(
+        Duration::from_secs(10),
+        "a malformed refresh is refused",
+        async || {
+            metric(
+                &scrape(admin).await,
+                "crawlgate_verify_list_fetches_total",
+                &malformed,
+            ) >= 1.0
+        },
+    )
+    .await;
+    lists.set(
+        "/google.common-crawlers.json",
+        br#"{"creationTime": "x", "prefixes": []}"#,
+    );
+    until(
+        Duration::from_secs(10),
+        "an empty refresh is refused",
+        async || {
+            metric(
+                &scrape(admin).await,
+                "crawlgate_verify_list_fetches_total",
+                &malformed,
+            ) >= 2.0
+        },
+    )
+    .await;
+    let (_, seen) = from(
+        &proxy,
+        &upstream,
+        "66.249.66.1",
+        GOOGLEBOT,
+        "/after-bad",
+        "",
+    )
+    .await;
+    assert_eq!(
+        told(&seen).1.as_deref(),
+        Some("ip"),
+        "the good copy is kept"
+    );
+    assert_eq!(std::fs::read(&saved).expect("state copy"), GOOGLE_LIST);
+
+    // spoofed = "block" by reload: 403 on every URL, robots.txt too; a
+    // verified crawler and humans are untouched.
+    proxy.rewrite(&toml("block"));
+    proxy.reload().await.expect("reload");
+    for path in ["/blocked", "/robots.txt"] {
+        let (res, seen) = from(&proxy, &upstream, "203.0.113.9", GOOGLEBOT, path, "").await;
+        assert_eq!(res.status, 403, "{path}");
+        assert!(
+            res.text().contains("could not be verified"),
+            "{}",
+            res.text()
+        );
+        assert!(
+            seen.is_none() || path == "/robots.txt",
+            "never reaches the site"
+        );
+    }
+    let (res, _) = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/ok", "").await;
+    assert_eq!(res.status, 200, "the reload kept the loaded list");
+    proxy.stop().await;
+
+    // A restart starts from the saved copy, even with the source gone.
+    lists.files.lock().expect("files").clear();
+    let proxy = Proxy::start_with(&toml("log"), overrides(&upstream)).await;
+    let (_, seen) = from(
+        &proxy,
+        &upstream,
+        "66.249.66.1",
+        GOOGLEBOT,
+        "/restarted",
+        "",
+    )
+    .await;
+    assert_eq!(
+        told(&seen).1.as_deref(),
+        Some("ip"),
+        "verified from the saved copy at once"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeout() {
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await; // serves nothing: DNS decides
+    let mut zone = Zone::default();
+    let mut host = |ip: &str, ptr: &str, forward: &[&str]| {
+        let ip: IpAddr = ip.parse().expect("ip");
+        zone.ptr.insert(ip, ptr.to_owned());
+        if !forward.is_empty() {
+            zone.addrs.insert(
+                ptr.to_ascii_lowercase(),
+                forward.iter().map(|a| a.parse().expect("ip")).collect(),
+            );
+        }
+    };
+    host(
+        "66.249.66.1",
+        "crawl-66-249-66-1.googlebot.com",
+        &["66.249.66.1"],
+    );
+    host(
+        "2001:4860:4801:10::5",
+        "crawl-v6.googlebot.com",
+        &["2001:4860:4801:10::5"],
+    );
+    // A forged PTR: the name is Google's, its forward lookup is not this.
+    host(
+        "198.51.100.7",
+        "crawl-198-51-100-7.googlebot.com",
+        &["66.249.66.99"],
+    );
+    // A PTR outside Google's domains.
+    host(
+        "198.51.100.8",
+        "crawl.googlebot.com.evil.example",
+        &["198.51.100.8"],
+    );
+    // Answers after 1.5 s: past the 200 ms a request waits.
+    host(
+        "198.51.100.10",
+        "crawl-198-51-100-10.googlebot.com",
+        &["198.51.100.10"],
+    );
+    zone.slow.insert(
+        "198.51.100.10".parse().expect("ip"),
+        Duration::from_millis(1500),
+    );
+    host(
+        "5.255.253.1",
+        "5-255-253-1.spider.yandex.ru",
+        &["5.255.253.1"],
+    );
+    let dns = DnsServer::start(zone).await;
+
+    let toml = format!(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = true\nresolver = \"{}\"\ndns_timeout = \"200ms\"\n{}",
+        dns.addr,
+        ranges_toml(&lists, &[])
+    );
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+    let cases: &[Case<'_>] = &[
+        ("66.249.66.1", GOOGLEBOT, (Some("search"), Some("dns"))),
+        (
+            "2001:4860:4801:10::5",
+            GOOGLEBOT,
+            (Some("search"), Some("dns")),
+        ),
+        (
+            "198.51.100.7",
+            GOOGLEBOT,
+            (Some("unknown"), Some("spoofed")),
+        ),
+        (
+            "198.51.100.8",
+            GOOGLEBOT,
+            (Some("unknown"), Some("spoofed")),
+        ),
+        // No reverse name at all, for an operator that gives every
+        // crawler one.
+        (
+            "198.51.100.9",
+            GOOGLEBOT,
+            (Some("unknown"), Some("spoofed")),
+        ),
+        ("5.255.253.1", YANDEX, (Some("search"), Some("dns"))),
+        // OpenAI documents no DNS and its lists are not loaded.
+        ("198.51.100.9", GPTBOT, (Some("ai"), Some("unverified"))),
+    ];
+    for (i, &(client, ua, (class, verified))) in cases.iter().enumerate() {
+        let (res, seen) = from(&proxy, &upstream, client, ua, &format!("/dns{i}"), "").await;
+        assert_eq!(res.status, 200, "{client} {ua}");
+        assert_eq!(told(&seen), pair(class, verified), "{client} {ua}");
+    }
+
+    // Cached per address: a second request asks the server nothing.
+    let asked = dns.asked("66.249.66.1");
+    let (_, seen) = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/cached", "").await;
+    assert_eq!(told(&seen).1.as_deref(), Some("dns"));
+    assert_eq!(dns.asked("66.249.66.1"), asked, "answered from the cache");
+
+    // A slow answer: the request goes on unverified after the timeout
+    // (measured against a request that needs no DNS, side by side)...
+    let started = Instant::now();
+    let _ = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/baseline", "").await;
+    let baseline = started.elapsed();
+    let started = Instant::now();
+    let (res, seen) = from(&proxy, &upstream, "198.51.100.10", GOOGLEBOT, "/slow", "").await;
+    let waited = started.elapsed();
+    assert_eq!(res.status, 200);
+    assert_eq!(told(&seen).1.as_deref(), Some("unverified"));
+    assert!(
+        waited < baseline + Duration::from_millis(200 + 250),
+        "a DNS timeout delays a request by at most its bound (+ scheduling): {waited:?} vs {baseline:?}"
+    );
+    assert!(
+        waited >= Duration::from_millis(190),
+        "it did wait for DNS: {waited:?}"
+    );
+
+    // ...and the lookup, finished in the background, settles the next one.
+    // (The resolver may resend its query while the server is silent: that
+    // is UDP, not a second lookup.)
+    sleep(Duration::from_millis(1600)).await;
+    let asked = dns.asked("198.51.100.10");
+    let (_, seen) = from(
+        &proxy,
+        &upstream,
+        "198.51.100.10",
+        GOOGLEBOT,
+        "/slow-again",
+        "",
+    )
+    .await;
+    assert_eq!(told(&seen).1.as_deref(), Some("dns"));
+    assert_eq!(
+        dns.asked("198.51.100.10"),
+        asked,
+        "the second request asks nothing"
+    );
+
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    let google = |result: &str| {
+        metric(
+            &m,
+            "crawlgate_crawler_verifications_total",
+            &[("operator", "google"), ("result", result)],
+        )
+    };
+    assert_eq!(google("spoofed"), 3.0);
+    assert_eq!(google("unverified"), 1.0);
+    assert!(google("dns") >= 4.0);
+    proxy.stop().await;
+}
+
+/// Humans never pay: with a resolver that never answers, a browser's
+/// request does no lookup at all and a robot's waits only the bound.
+#[tokio::test]
+async fn browsers_never_wait_for_verification() {
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    // A UDP socket that reads and never answers.
+    let silent = UdpSocket::bind("127.0.0.1:0").await.expect("bind");
+    let silent_addr = silent.local_addr().expect("addr");
+    let toml = format!(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\nresolver = \"{silent_addr}\"\ndns_timeout = \"300ms\"\n{}",
+        ranges_toml(&lists, &[])
+    );
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+    let started = Instant::now();
+    for i in 0..5 {
+        let (res, _) = from(
+            &proxy,
+            &upstream,
+            &format!("198.51.100.{i}"),
+            FIREFOX,
+            &format!("/h{i}"),
+            "",
+        )
+        .await;
+        assert_eq!(res.status, 200);
+    }
+    let humans = started.elapsed();
+    assert!(
+        humans < Duration::from_millis(300),
+        "five browser requests took {humans:?}"
+    );
+    let mut buf = [0u8; 512];
+    let asked = tokio::time::timeout(Duration::from_millis(50), silent.recv_from(&mut buf)).await;
+    assert!(asked.is_err(), "a browser caused a DNS query");
+    let started = Instant::now();
+    let (res, seen) = from(&proxy, &upstream, "198.51.100.77", GOOGLEBOT, "/robot", "").await;
+    assert_eq!(res.status, 200);
+    assert_eq!(told(&seen).1.as_deref(), Some("unverified"));
+    assert!(
+        started.elapsed() < Duration::from_millis(300 + 400),
+        "{:?}",
+        started.elapsed()
+    );
+    proxy.stop().await;
+}
