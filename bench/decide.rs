@@ -83,6 +83,7 @@ fn bench_decide(c: &mut Criterion) {
         },
         shed: None,
         spoofed: crawlgate::config::Spoofed::Log,
+        ai: None,
     };
     // (host, path, query, UA index): page views, an action, a redirect, robots.
     let requests: &[(&str, &str, Option<&str>, usize)] = &[
@@ -109,6 +110,7 @@ fn bench_decide(c: &mut Criterion) {
                     pressure: Default::default(),
                     cache: None,
                     identity: None,
+                    ai: None,
                 };
                 black_box(decide(black_box(&facts), &policy));
             }

@@ -148,6 +148,24 @@ pub struct RawConfig {
     /// `[verify]`
     #[serde(default)]
     pub verify: RawVerify,
+    /// `[ai]`
+    #[serde(default)]
+    pub ai: RawAi,
+}
+
+/// `[ai]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAi {
+    /// Crawlers collecting training data: `allow` or `disallow`.
+    pub training: Option<String>,
+    /// Crawlers indexing for AI search and answers.
+    pub search: Option<String>,
+    /// Fetchers acting for a person's request to an assistant.
+    pub user_fetch: Option<String>,
+    /// Answer 403 to a disallowed kind's requests, not only say so in
+    /// robots.txt.
+    pub enforce: Option<bool>,
 }
 
 /// `[verify]` as written.
@@ -416,6 +434,38 @@ pub struct Config {
     pub bot_cache: Option<BotCacheConfig>,
     /// Verifying crawlers, when on.
     pub verify: Option<VerifyConfig>,
+    /// The AI-crawler policy, when stated.
+    pub ai: Option<AiConfig>,
+}
+
+/// `[ai]`, validated: per kind, allowed (`Some(true)`), refused
+/// (`Some(false)`) or not stated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AiConfig {
+    /// Training crawlers.
+    pub training: Option<bool>,
+    /// AI search crawlers.
+    pub search: Option<bool>,
+    /// User-triggered fetchers.
+    pub user_fetch: Option<bool>,
+    /// 403 for a refused kind's requests.
+    pub enforce: bool,
+}
+
+impl AiConfig {
+    /// What was stated for `kind`.
+    pub fn stated(&self, kind: crate::verify::AiKind) -> Option<bool> {
+        match kind {
+            crate::verify::AiKind::Training => self.training,
+            crate::verify::AiKind::Search => self.search,
+            crate::verify::AiKind::UserFetch => self.user_fetch,
+        }
+    }
+
+    /// Whether `kind` may fetch (not stated: yes).
+    pub fn allows(&self, kind: crate::verify::AiKind) -> bool {
+        self.stated(kind).unwrap_or(true)
+    }
 }
 
 /// What to do with a request whose crawler claim is spoofed.
@@ -631,6 +681,7 @@ impl Config {
             shed,
             bot_cache,
             verify,
+            ai,
         } = raw;
         let RawProxy {
             preserve_host,
@@ -914,6 +965,7 @@ impl Config {
             shed: shed_config(shed)?,
             bot_cache: bot_cache_config(bot_cache)?,
             verify: verify_config(verify)?,
+            ai: ai_config(ai)?,
         })
     }
 
@@ -1306,6 +1358,40 @@ fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigEr
     Ok(enabled.unwrap_or(true).then_some(config))
 }
 
+/// `[ai]`: `None` when it states nothing.
+fn ai_config(raw: RawAi) -> Result<Option<AiConfig>, ConfigError> {
+    let RawAi {
+        training,
+        search,
+        user_fetch,
+        enforce,
+    } = raw;
+    let allow = |key: &'static str, value: Option<String>| match value.as_deref() {
+        None => Ok(None),
+        Some("allow") => Ok(Some(true)),
+        Some("disallow") => Ok(Some(false)),
+        Some(other) => Err(invalid(
+            key,
+            format!("{other:?} is not \"allow\" or \"disallow\""),
+        )),
+    };
+    let config = AiConfig {
+        training: allow("ai.training", training)?,
+        search: allow("ai.search", search)?,
+        user_fetch: allow("ai.user_fetch", user_fetch)?,
+        enforce: enforce.unwrap_or(false),
+    };
+    let stated =
+        config.training.is_some() || config.search.is_some() || config.user_fetch.is_some();
+    if config.enforce && !stated {
+        return Err(invalid(
+            "ai.enforce",
+            "there is nothing to enforce: set training, search or user_fetch to \"disallow\"",
+        ));
+    }
+    Ok(stated.then_some(config))
+}
+
 /// `[verify]`: on unless `enabled = false`.
 fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
     let RawVerify {
@@ -1484,6 +1570,86 @@ mod tests {
         assert_eq!(custom.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(custom.order.len(), 2);
         assert_eq!(custom.capped_share_permille, 100);
+    }
+
+    #[test]
+    fn verification_is_on_by_default_and_its_values_are_checked() {
+        let on = load("").expect("valid").verify.expect("on by default");
+        assert_eq!(on.refresh, Duration::from_secs(12 * 3600));
+        assert_eq!(on.dns_timeout, Duration::from_millis(200));
+        assert!(on.dns && on.resolver.is_none() && on.state_dir.is_none());
+        assert_eq!(
+            (on.spoofed, on.header.as_str()),
+            (Spoofed::Log, "x-crawler-verified")
+        );
+        assert!(load("[verify]\nenabled = false")
+            .expect("valid")
+            .verify
+            .is_none());
+        let custom = load("[verify]\nresolver = \"127.0.0.1\"\nspoofed = \"block\"\n[verify.ranges.google]\ncommon-crawlers = \"https://lists.example/g.json\"")
+            .expect("valid")
+            .verify
+            .expect("on");
+        assert_eq!(custom.resolver, Some("127.0.0.1:53".parse().expect("addr")));
+        assert_eq!(custom.spoofed, Spoofed::Block);
+        assert_eq!(
+            custom.ranges,
+            [(
+                "google".to_owned(),
+                "common-crawlers".to_owned(),
+                "https://lists.example/g.json".to_owned()
+            )]
+        );
+        for (text, want) in [
+            ("refresh = \"0s\"", "verify.refresh: must be greater"),
+            ("refresh = \"60d\"", "verify.refresh: must be between"),
+            (
+                "dns_timeout = \"10s\"",
+                "verify.dns_timeout: must be at most 5s",
+            ),
+            (
+                "resolver = \"dns.example\"",
+                "verify.resolver: \"dns.example\" is not an address",
+            ),
+            (
+                "dns_max_inflight = 0",
+                "verify.dns_max_inflight: must be greater",
+            ),
+            ("spoofed = \"drop\"", "verify.spoofed: \"drop\" is not"),
+            ("header = \"X Verified\"", "verify.header: "),
+            (
+                "[verify.ranges.google]\ncommon-crawlers = \"\"",
+                "verify.ranges: google.common-crawlers: \"\"",
+            ),
+            ("colour = 1", "verify.colour: unknown field `colour`"),
+        ] {
+            let err = load(&format!("[verify]\n{text}")).expect_err(text);
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_ai_policy_is_stated_or_absent() {
+        assert!(load("").expect("valid").ai.is_none());
+        assert!(load("[ai]").expect("valid").ai.is_none());
+        let ai = load("[ai]\ntraining = \"disallow\"\nuser_fetch = \"allow\"\nenforce = true")
+            .expect("valid")
+            .ai
+            .expect("stated");
+        assert_eq!(
+            (ai.training, ai.search, ai.user_fetch, ai.enforce),
+            (Some(false), None, Some(true), true)
+        );
+        for (text, want) in [
+            (
+                "training = \"no\"",
+                "ai.training: \"no\" is not \"allow\" or \"disallow\"",
+            ),
+            ("enforce = true", "ai.enforce: there is nothing to enforce"),
+        ] {
+            let err = load(&format!("[ai]\n{text}")).expect_err(text);
+            assert!(err.contains(want), "{text}: {err}");
+        }
     }
 
     #[test]
@@ -1850,6 +2016,10 @@ mod tests {
             "spoofed",
             "header",
             "[verify.ranges.",
+            "[ai]",
+            "training",
+            "user_fetch",
+            "enforce",
         ] {
             assert!(
                 text.contains(key),

@@ -25,9 +25,9 @@ use http::{Method, StatusCode};
 
 use crate::cache::Cached;
 use crate::classify::{Classifier, UaClass, Verdict};
-use crate::config::{RedirectConfig, Spoofed};
+use crate::config::{AiConfig, RedirectConfig, Spoofed};
 use crate::shed::{Pressure, Shed, ShedPolicy};
-use crate::verify::Identity;
+use crate::verify::{AiKind, Identity};
 use crate::{canonical, query};
 
 /// What the request path needs, compiled from config and rules. One
@@ -44,6 +44,8 @@ pub struct Policy {
     pub shed: Option<ShedPolicy>,
     /// What a spoofed crawler claim gets.
     pub spoofed: Spoofed,
+    /// The AI-crawler policy, when stated.
+    pub ai: Option<AiConfig>,
 }
 
 /// The facts of one request that the decision depends on, borrowed.
@@ -69,6 +71,8 @@ pub struct Facts<'a> {
     /// What verification found, for a robot that claims a crawler
     /// operator (`None`: no claim, or verification off).
     pub identity: Option<Identity>,
+    /// The kind of AI crawler the robot claims to be, if any.
+    pub ai: Option<AiKind>,
 }
 
 /// The robots cache's lookup for one request, asked lazily: humans never
@@ -92,6 +96,9 @@ pub enum Decision {
     },
     /// Answer 403: a spoofed crawler claim, with `spoofed = "block"`.
     BlockSpoofed,
+    /// Answer 403: an AI crawler of a kind the site refuses, with
+    /// `[ai] enforce`.
+    BlockAi(AiKind),
     /// Answer with a redirect to the canonical address.
     Redirect {
         /// 301 for GET/HEAD, 308 otherwise (keeps method and body).
@@ -118,7 +125,7 @@ impl Decision {
     /// logs.
     pub fn as_str(&self) -> &'static str {
         match self {
-            Decision::Block { .. } | Decision::BlockSpoofed => "block",
+            Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => "block",
             Decision::Redirect { .. } => "redirect",
             Decision::ServeRobots => "robots",
             Decision::Shed(_) => "shed",
@@ -141,6 +148,16 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
     let spoofed = facts.identity == Some(Identity::Spoofed);
     if spoofed && policy.spoofed == Spoofed::Block {
         return Decision::BlockSpoofed;
+    }
+    let robots_txt = facts.path == "/robots.txt"
+        && (facts.method == Method::GET || facts.method == Method::HEAD);
+    // An AI crawler the site refuses, taken at its word unless its own
+    // operator's method refuted it; robots.txt stays readable, since it
+    // is where the refusal is stated.
+    if let (Some(kind), Some(ai), false, false) = (facts.ai, &policy.ai, spoofed, robots_txt) {
+        if ai.enforce && !ai.allows(kind) {
+            return Decision::BlockAi(kind);
+        }
     }
 
     if verdict.class == UaClass::Bot {
@@ -168,8 +185,7 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
         }
     }
 
-    if facts.path == "/robots.txt" && (facts.method == Method::GET || facts.method == Method::HEAD)
-    {
+    if robots_txt {
         return Decision::ServeRobots;
     }
 
@@ -208,6 +224,7 @@ mod tests {
             },
             shed: None,
             spoofed: Spoofed::Log,
+            ai: None,
         }
     }
 
@@ -258,6 +275,7 @@ mod tests {
             pressure,
             cache: None,
             identity: None,
+            ai: None,
         };
         let (verdict, decision) = decide(&facts, policy);
         let shown = match decision {
@@ -584,6 +602,7 @@ mod tests {
             pressure: Pressure::default(),
             cache: None,
             identity: None,
+            ai: None,
         }
     }
 
@@ -599,6 +618,7 @@ mod tests {
             pressure: Pressure::default(),
             cache: None,
             identity: None,
+            ai: None,
         };
         assert_eq!(decide(&facts, &policy()).1, Decision::Forward);
     }

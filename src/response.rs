@@ -57,6 +57,22 @@ pub fn spoofed() -> Response<Body> {
     )
 }
 
+/// 403 for an AI crawler of a kind the site refuses (`[ai] enforce`).
+pub fn ai_refused(kind: crate::verify::AiKind) -> Response<Body> {
+    let body = match kind {
+        crate::verify::AiKind::Training => {
+            "403 Forbidden: this site does not allow AI training crawlers (see /robots.txt).\n"
+        }
+        crate::verify::AiKind::Search => {
+            "403 Forbidden: this site does not allow AI search crawlers (see /robots.txt).\n"
+        }
+        crate::verify::AiKind::UserFetch => {
+            "403 Forbidden: this site does not allow AI assistants to fetch its pages (see /robots.txt).\n"
+        }
+    };
+    text(StatusCode::FORBIDDEN, body)
+}
+
 /// 503 or 429 for a robot shed under upstream pressure, with
 /// `Retry-After` (seconds).
 pub fn shed(status: StatusCode, retry_after: HeaderValue) -> Response<Body> {

@@ -19,7 +19,9 @@ use bytes::Bytes;
 use http::header::HeaderValue;
 
 use crate::canonical::split_authority;
+use crate::config::AiConfig;
 use crate::validators::etag_of;
+use crate::verify::{AiKind, Operators};
 
 /// How long a sitemap existence check is reused.
 const SITEMAP_RECHECK: Duration = Duration::from_secs(1);
@@ -73,6 +75,55 @@ impl Robots {
             built: whole_seconds(SystemTime::now()),
             sitemap: sitemap_dir.map(|dir| SitemapProbe::new(dir.join("sitemap.xml"))),
         }
+    }
+
+    /// The same robots.txt with the site's AI-crawler policy: a
+    /// `Content-Signal:` line in the `*` group (`search=yes`, and
+    /// `ai-input`, `ai-train` as stated: `ai-input=no` when AI search or
+    /// user-triggered fetches are refused) and, for each refused kind, one
+    /// group of every operator's crawlers of that kind (`rules/crawlers.toml`)
+    /// with `Disallow: /`. A crawler that has a group of its own obeys it
+    /// and not `*`, so a kind that is allowed gets no group.
+    #[must_use]
+    pub fn with_ai(mut self, ai: &AiConfig, operators: &Operators) -> Self {
+        let fixed = String::from_utf8_lossy(&self.body).into_owned();
+        let (first, rest) = fixed.split_at(fixed.find('\n').map_or(fixed.len(), |i| i + 1));
+        let yes_no = |allowed: bool| if allowed { "yes" } else { "no" };
+        let mut signals = vec!["search=yes".to_owned()];
+        let input = [ai.search, ai.user_fetch];
+        if input.iter().any(Option::is_some) {
+            let allowed = input.iter().all(|s| s.unwrap_or(true));
+            signals.push(format!("ai-input={}", yes_no(allowed)));
+        }
+        if let Some(allowed) = ai.training {
+            signals.push(format!("ai-train={}", yes_no(allowed)));
+        }
+        let mut body = format!("{first}Content-Signal: {}\n{rest}", signals.join(", "));
+        for kind in AiKind::ALL {
+            if ai.allows(kind) {
+                continue;
+            }
+            let mut tokens: Vec<&str> = Vec::new();
+            for token in operators.ai_tokens(kind) {
+                if !tokens.iter().any(|t| t.eq_ignore_ascii_case(token)) {
+                    tokens.push(token);
+                }
+            }
+            if tokens.is_empty() {
+                continue;
+            }
+            body.push_str(&format!(
+                "\n# AI crawlers: {} = \"disallow\"\n",
+                kind.as_str()
+            ));
+            for token in tokens {
+                body.push_str(&format!("User-agent: {token}\n"));
+            }
+            body.push_str("Disallow: /\n");
+        }
+        self.body = Bytes::from(body);
+        self.etag = etag_of(&self.body);
+        self
     }
 
     /// The answer for a request to `scheme://authority/robots.txt`, with
@@ -279,5 +330,90 @@ mod tests {
         ] {
             assert!(allowed(path), "{path} must be allowed");
         }
+    }
+
+    /// The AI policy: the Content-Signal line in the `*` group, one group
+    /// per refused kind; Google's matcher agrees that the refused crawlers
+    /// may fetch nothing while search engines and allowed kinds keep the
+    /// `*` rules.
+    #[test]
+    fn the_ai_policy_adds_signals_and_groups_of_refused_kinds() {
+        use robotstxt::DefaultMatcher;
+        let operators = Operators::embedded();
+        let ai = AiConfig {
+            training: Some(false),
+            search: None,
+            user_fetch: Some(true),
+            enforce: false,
+        };
+        let r = Robots::new(&["do"], &[], &[], None).with_ai(&ai, &operators);
+        let body = String::from_utf8(r.fixed_body().to_vec()).expect("utf-8");
+        assert!(
+            body.starts_with(
+                "User-agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nAllow: /\n"
+            ),
+            "{body}"
+        );
+        assert_eq!(
+            body.matches("Disallow: /\n").count(),
+            1,
+            "one refused kind: {body}"
+        );
+        assert_ne!(r.etag, Robots::new(&["do"], &[], &[], None).etag);
+        let allowed = |agent: &str, path: &str| {
+            let url = format!("http://example.com{path}");
+            DefaultMatcher::default().one_agent_allowed_by_robots(&body, agent, &url)
+        };
+        for agent in [
+            "GPTBot",
+            "Google-Extended",
+            "CCBot",
+            "ClaudeBot",
+            "Applebot-Extended",
+        ] {
+            assert!(!allowed(agent, "/page"), "{agent} is refused");
+        }
+        for agent in [
+            "Googlebot",
+            "ChatGPT-User",
+            "OAI-SearchBot",
+            "PerplexityBot",
+        ] {
+            assert!(allowed(agent, "/page"), "{agent} keeps the * group");
+            assert!(
+                !allowed(agent, "/?do=1"),
+                "{agent} keeps the * group's action rules"
+            );
+        }
+
+        let refuse_all = AiConfig {
+            training: Some(false),
+            search: Some(false),
+            user_fetch: Some(false),
+            enforce: true,
+        };
+        let r = Robots::new(&["do"], &[], &[], None).with_ai(&refuse_all, &operators);
+        let body = String::from_utf8(r.fixed_body().to_vec()).expect("utf-8");
+        assert!(
+            body.contains("Content-Signal: search=yes, ai-input=no, ai-train=no\n"),
+            "{body}"
+        );
+        for agent in [
+            "OAI-SearchBot",
+            "ChatGPT-User",
+            "Perplexity-User",
+            "Claude-SearchBot",
+        ] {
+            let url = "http://example.com/page";
+            assert!(
+                !DefaultMatcher::default().one_agent_allowed_by_robots(&body, agent, url),
+                "{agent}"
+            );
+        }
+        assert!(DefaultMatcher::default().one_agent_allowed_by_robots(
+            &body,
+            "Googlebot",
+            "http://example.com/page"
+        ));
     }
 }

@@ -8,7 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -41,7 +41,7 @@ use crate::validators;
 use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
 use crate::verify::store::{RangeStore, Setup, Source, StoreError};
 use crate::verify::{
-    by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
+    by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
 };
 
 /// What a reload replaces, built from a [`Config`]: everything a request
@@ -84,6 +84,9 @@ pub struct Shared {
     pub verify: Option<Verify>,
     /// The robot class header's value per class, built with the rules.
     pub class_values: Arc<ClassValues>,
+    /// The crawler operators (`rules/crawlers.toml`), for AI claims when
+    /// verification is off (on, the range store's copy is used).
+    pub operators: Arc<Operators>,
 }
 
 /// Crawler verification's part of the request-path state.
@@ -211,10 +214,23 @@ impl Shared {
             Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
             None => None,
         };
+        let operators = Arc::new(match &config.rules_dir {
+            Some(dir) => Operators::from_dir(dir)?,
+            None => Operators::embedded(),
+        });
         let verify = match &config.verify {
-            Some(v) => Some(verify_state(v, config.rules_dir.as_deref())?),
+            Some(v) => Some(verify_state(v, Arc::clone(&operators))?),
             None => None,
         };
+        let mut robots = Robots::new(
+            &config.blocked_params,
+            &config.robots_disallow,
+            &config.robots_extra,
+            config.sitemap_dir.clone(),
+        );
+        if let Some(ai) = &config.ai {
+            robots = robots.with_ai(ai, &operators);
+        }
         let class_values = Arc::new(ClassValues::new(&classifier));
         Ok(Self {
             policy: Arc::new(Policy {
@@ -223,13 +239,9 @@ impl Shared {
                 redirect: config.redirect.clone(),
                 shed,
                 spoofed: config.verify.as_ref().map_or(Spoofed::Log, |v| v.spoofed),
+                ai: config.ai,
             }),
-            robots: Arc::new(Robots::new(
-                &config.blocked_params,
-                &config.robots_disallow,
-                &config.robots_extra,
-                config.sitemap_dir.clone(),
-            )),
+            robots: Arc::new(robots),
             upstream: Upstream::new(config)?,
             access_log: config.access_log,
             shutdown_grace: config.proxy.shutdown_grace,
@@ -251,17 +263,14 @@ impl Shared {
             log_format: config.log_format,
             verify,
             class_values,
+            operators,
         })
     }
 }
 
 /// The operators (from the rules folder, or embedded), each list's source
 /// (official, or the config's replacement), and the DNS checker.
-fn verify_state(config: &VerifyConfig, rules_dir: Option<&Path>) -> Result<Verify, SetupError> {
-    let operators = match rules_dir {
-        Some(dir) => Operators::from_dir(dir)?,
-        None => Operators::embedded(),
-    };
+fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Verify, SetupError> {
     let mut sources: Vec<Source> = operators
         .lists
         .iter()
@@ -292,7 +301,7 @@ fn verify_state(config: &VerifyConfig, rules_dir: Option<&Path>) -> Result<Verif
     };
     Ok(Verify {
         setup: Setup {
-            operators: Arc::new(operators),
+            operators,
             sources,
             state_dir: config.state_dir.clone(),
             refresh: config.refresh,
@@ -321,6 +330,7 @@ impl Shared {
             bot_cache: self.bot_cache.clone(),
             verify: self.verify.as_ref().map(Verify::for_worker),
             class_values: Arc::clone(&self.class_values),
+            operators: Arc::clone(&self.operators),
         }
     }
 
@@ -425,12 +435,21 @@ async fn respond(
     // A robot that claims a crawler operator is verified before the
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
-    let identity = match (&shared.verify, verdict.class, user_agent) {
-        (Some(verify), UaClass::Bot, Some(ua)) => {
-            let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
-            verify_claim(&shared.observer.ranges, verify, ua, client).await
-        }
-        _ => None,
+    let (identity, ai) = match (verdict.class, user_agent) {
+        (UaClass::Bot, Some(ua)) => match &shared.verify {
+            Some(verify) => {
+                let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
+                match verify_claim(&shared.observer.ranges, verify, ua, client).await {
+                    Some((identity, ai)) => (Some(identity), ai),
+                    None => (None, None),
+                }
+            }
+            None if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
+                (None, shared.operators.claim(ua).and_then(|c| c.ai))
+            }
+            None => (None, None),
+        },
+        _ => (None, None),
     };
     let bot_cache = shared.bot_cache.as_deref();
     let (decision, found) = {
@@ -461,6 +480,7 @@ async fn respond(
             pressure,
             cache: bot_cache.map(|_| CacheProbe(&lookup)),
             identity,
+            ai,
         };
         let decision = policy::decide_classified(verdict, &facts, &shared.policy);
         (decision, found.into_inner())
@@ -477,6 +497,10 @@ async fn respond(
         Decision::BlockSpoofed => {
             outcome.route = Route::Block;
             finish_early(&req, response::spoofed())
+        }
+        Decision::BlockAi(kind) => {
+            outcome.route = Route::Block;
+            finish_early(&req, response::ai_refused(kind))
         }
         Decision::Redirect { status, location } => {
             outcome.route = Route::Redirect;
@@ -638,15 +662,16 @@ async fn forward(
     }
 }
 
-/// What verification says of a robot's User-Agent `ua` from `client`:
-/// `None` when it claims no operator. Counted per operator and result;
-/// a spoofed claim is logged (rate-limited).
+/// What verification says of a robot's User-Agent `ua` from `client`, and
+/// the kind of AI crawler it claims to be: `None` when it claims no
+/// operator. Counted per operator and result; a spoofed claim is logged
+/// (rate-limited).
 async fn verify_claim(
     store: &RangeStore,
     verify: &Verify,
     ua: &[u8],
     client: IpAddr,
-) -> Option<Identity> {
+) -> Option<(Identity, Option<AiKind>)> {
     let (step, operators, claim) = {
         let set = store.current();
         let claim = set.operators.claim(ua)?;
@@ -658,7 +683,7 @@ async fn verify_claim(
                 if identity == Identity::Spoofed {
                     log_spoofed(&set.operators, claim, ua, client, "ip ranges");
                 }
-                return Some(identity);
+                return Some((identity, claim.ai));
             }
             // Kept past the await: the set's operators, not the guard.
             Step::AskDns => (step, Arc::clone(&set.operators), claim),
@@ -674,7 +699,7 @@ async fn verify_claim(
     if identity == Identity::Spoofed {
         log_spoofed(&operators, claim, ua, client, "reverse DNS");
     }
-    Some(identity)
+    Some((identity, claim.ai))
 }
 
 static SPOOFED: LogLimiter = LogLimiter::new(5);

@@ -86,6 +86,33 @@ pub struct Claim {
     pub lists: Lists,
     /// The operator documents reverse DNS.
     pub dns: bool,
+    /// What kind of AI crawler the robot is, if it is one.
+    pub ai: Option<AiKind>,
+}
+
+/// The kinds of AI crawler a site owner may allow or refuse apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AiKind {
+    /// Collecting content to train models.
+    Training,
+    /// Indexing for an AI search or answer engine.
+    Search,
+    /// Fetching a page because a person asked an assistant to.
+    UserFetch,
+}
+
+impl AiKind {
+    /// Every kind, in [`AiKind::as_str`] order.
+    pub const ALL: [AiKind; 3] = [AiKind::Training, AiKind::Search, AiKind::UserFetch];
+
+    /// `training`, `search` or `user_fetch`: the config key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AiKind::Training => "training",
+            AiKind::Search => "search",
+            AiKind::UserFetch => "user_fetch",
+        }
+    }
 }
 
 /// What the ranges say about a claim.
@@ -174,6 +201,9 @@ pub struct Operator {
     pub name: Box<str>,
     /// Its reverse DNS domains (empty: no DNS method).
     pub dns: Vec<Box<str>>,
+    /// Its AI crawlers' robots.txt tokens, per kind in [`AiKind::ALL`]
+    /// order.
+    pub ai: [Vec<Box<str>>; 3],
 }
 
 /// One published range list.
@@ -251,6 +281,19 @@ struct RawOperator {
     dns: Vec<String>,
     #[serde(default)]
     lists: toml::Table,
+    #[serde(default)]
+    ai: RawAi,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAi {
+    #[serde(default)]
+    training: Vec<String>,
+    #[serde(default)]
+    search: Vec<String>,
+    #[serde(default)]
+    user_fetch: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -368,6 +411,36 @@ impl Operators {
                     url: spec.url.into_boxed_str(),
                 });
             }
+            let mut ai: [Vec<Box<str>>; 3] = Default::default();
+            let kinds = [op.ai.training, op.ai.search, op.ai.user_fetch];
+            for ((kind, tokens), slot) in AiKind::ALL.into_iter().zip(kinds).zip(&mut ai) {
+                for token in tokens {
+                    let token = token.trim();
+                    // A robots.txt product token: letters, digits, '-', '_'.
+                    let valid = !token.is_empty()
+                        && token.len() <= 64
+                        && token
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                    if !valid {
+                        return Err(invalid(
+                            &name,
+                            format!(
+                                "ai.{}: {token:?} is not a robots.txt product token",
+                                kind.as_str()
+                            ),
+                        ));
+                    }
+                    slot.push(token.into());
+                }
+            }
+            let ai_kind = |robot: &str| {
+                AiKind::ALL
+                    .into_iter()
+                    .zip(&ai)
+                    .find(|(_, tokens)| tokens.iter().any(|t| t.eq_ignore_ascii_case(robot)))
+                    .map(|(kind, _)| kind)
+            };
             for (robot, lists) in op.robots.into_iter().zip(vouching) {
                 let robot = robot.trim();
                 if robot.is_empty()
@@ -382,16 +455,18 @@ impl Operators {
                 if tokens.iter().any(|t| t.eq_ignore_ascii_case(robot)) {
                     return Err(invalid(&name, format!("robots: {robot:?} is named twice")));
                 }
-                tokens.push(robot.into());
                 claim_of.push(Claim {
                     operator: index,
                     lists,
                     dns: !dns.is_empty(),
+                    ai: ai_kind(robot),
                 });
+                tokens.push(robot.into());
             }
             operators.push(Operator {
                 name: name.into_boxed_str(),
                 dns,
+                ai,
             });
         }
         let claims = AhoCorasick::builder()
@@ -422,6 +497,14 @@ impl Operators {
         self.claims
             .find(user_agent)
             .map(|m| &*self.tokens[m.pattern().as_usize()])
+    }
+
+    /// Every operator's robots.txt tokens of AI crawlers of `kind`.
+    pub fn ai_tokens(&self, kind: AiKind) -> impl Iterator<Item = &str> {
+        let slot = AiKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+        self.operators
+            .iter()
+            .flat_map(move |op| op.ai[slot].iter().map(|t| &**t))
     }
 
     /// The list named `<operator>.<list>`.

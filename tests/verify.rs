@@ -679,3 +679,63 @@ async fn browsers_never_wait_for_verification() {
     );
     proxy.stop().await;
 }
+
+/// The AI policy, stated once: robots.txt says it (Content-Signal, one
+/// group per refused kind), and with `enforce` a training crawler gets 403
+/// everywhere but robots.txt, verified or merely claimed, while a spoofed
+/// one is the unknown robot it is; user-triggered fetchers, allowed, and
+/// search engines pass.
+#[tokio::test]
+async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openai = dir.path().join("gptbot.json");
+    std::fs::write(&openai, OPENAI_LIST).expect("write");
+    let toml = format!(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[ai]\ntraining = \"disallow\"\nuser_fetch = \"allow\"\nenforce = true\n[verify]\ndns = false\n{}",
+        ranges_toml(&lists, &[("openai.gptbot", &openai)])
+    );
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+
+    let (robots, _) = from(&proxy, &upstream, "20.171.207.3", GPTBOT, "/robots.txt", "").await;
+    assert_eq!(robots.status, 200, "robots.txt stays readable");
+    let body = robots.text();
+    assert!(
+        body.contains("Content-Signal: search=yes, ai-input=yes, ai-train=no\n"),
+        "{body}"
+    );
+    for group in [
+        "User-agent: GPTBot\n",
+        "User-agent: CCBot\n",
+        "User-agent: Google-Extended\n",
+    ] {
+        assert!(body.contains(group), "{group}: {body}");
+    }
+    assert!(!body.contains("User-agent: ChatGPT-User"), "{body}");
+
+    const CLAUDEBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+    // (client, User-Agent, status, verified header upstream when forwarded)
+    let cases: &[(&str, &str, u16, Option<&str>)] = &[
+        ("20.171.207.3", GPTBOT, 403, None),
+        // Anthropic publishes no method: taken at its word.
+        ("198.51.100.4", CLAUDEBOT, 403, None),
+        // Outside OpenAI's list: not GPTBot, an unknown robot.
+        ("198.51.100.4", GPTBOT, 200, Some("spoofed")),
+        ("198.51.100.4", CHATGPT_USER, 200, Some("unverified")),
+        ("198.51.100.4", GOOGLEBOT, 200, Some("unverified")),
+        ("198.51.100.4", FIREFOX, 200, None),
+    ];
+    for (i, &(client, ua, status, verified)) in cases.iter().enumerate() {
+        let path = format!("/ai{i}");
+        let (res, seen) = from(&proxy, &upstream, client, ua, &path, "").await;
+        assert_eq!(res.status, status, "{client} {ua}");
+        if status == 403 {
+            assert!(res.text().contains("AI training"), "{}", res.text());
+            assert!(seen.is_none(), "a refused crawler never reaches the site");
+        } else {
+            assert_eq!(told(&seen).1.as_deref(), verified, "{client} {ua}");
+        }
+    }
+    proxy.stop().await;
+}

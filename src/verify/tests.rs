@@ -107,16 +107,19 @@ fn the_ranges_settle_what_they_can() {
         operator: 0,
         lists: 0b0011,
         dns: true,
+        ai: None,
     };
     let openai = Claim {
         operator: 1,
         lists: 0b0100,
         dns: false,
+        ai: Some(AiKind::Training),
     };
     let yandex = Claim {
         operator: 2,
         lists: 0,
         dns: true,
+        ai: None,
     };
     let verified = Step::Done(Identity::Verified(Method::Ip));
     let spoofed = Step::Done(Identity::Spoofed);
@@ -205,6 +208,14 @@ fn bad_operator_files_name_the_table() {
             "[h] robots: \"X\" is named twice",
         ),
         ("[g]\nrobots = \"x\"", "[g] invalid type"),
+        (
+            "[g]\nrobots = [\"x\"]\nai.training = [\"a b\"]",
+            "[g] ai.training: \"a b\" is not",
+        ),
+        (
+            "[g]\nrobots = [\"x\"]\nai.chat = [\"x\"]",
+            "[g] unknown field `chat`",
+        ),
         ("[g", "crawlers.toml: TOML parse error at line 1"),
     ];
     for (text, want) in cases {
@@ -228,4 +239,38 @@ fn a_rules_folder_without_the_file_gets_the_embedded_one() {
     let ops = Operators::from_dir(dir.path()).expect("own file");
     assert_eq!(ops.lists[0].name.as_ref(), "acme.main");
     assert_eq!(ops.claimed_token(b"acmebot/1.0"), Some("AcmeBot"));
+}
+
+#[test]
+fn ai_crawlers_have_their_kind_and_robots_txt_only_tokens_are_listed() {
+    let ops = Operators::embedded();
+    let kind = |ua: &str| ops.claim(ua.as_bytes()).and_then(|c| c.ai);
+    assert_eq!(kind("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"), Some(AiKind::Training));
+    assert_eq!(
+        kind("Mozilla/5.0 (compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot)"),
+        Some(AiKind::Search)
+    );
+    assert_eq!(kind("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot"), Some(AiKind::UserFetch));
+    assert_eq!(
+        kind("Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"),
+        Some(AiKind::Training)
+    );
+    assert_eq!(
+        kind("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+        None
+    );
+    let training: Vec<&str> = ops.ai_tokens(AiKind::Training).collect();
+    for token in [
+        "GPTBot",
+        "Google-Extended",
+        "Applebot-Extended",
+        "CCBot",
+        "ClaudeBot",
+        "Bytespider",
+    ] {
+        assert!(training.contains(&token), "{token}: {training:?}");
+    }
+    assert!(!training.contains(&"Googlebot"));
+    let fetchers: Vec<&str> = ops.ai_tokens(AiKind::UserFetch).collect();
+    assert!(fetchers.contains(&"ChatGPT-User") && fetchers.contains(&"Perplexity-User"));
 }
