@@ -21,6 +21,9 @@
 # PROTECT (1: also run crawlgate-protect, the same build with [shed] and
 # [bot_cache] on (bench/crawlgate-protect.toml), and a robots-only scenario:
 # what they cost when not triggered, and a cache hit against a forward),
+# VERIFY (1: also run crawlgate-verify, the same build with crawler
+# verification on, lists from bench/ranges/ (bench/crawlgate-verify.toml):
+# what verification costs the mixed traffic, against crawlgate with it off),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -189,6 +192,7 @@ start_proxy() {
         crawlgate) start_crawlgate "$2"; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN"; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-protect) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-protect.toml; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-verify) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-verify.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -277,6 +281,7 @@ PROXIES=(crawlgate nginx-lean)
 ((SMOKE)) || [[ ${FULL:-1} == 0 ]] || PROXIES+=(nginx)
 [[ -n ${BASELINE_BIN:-} ]] && PROXIES=(crawlgate-baseline "${PROXIES[@]}")
 [[ ${PROTECT:-0} == 1 ]] && PROXIES=(crawlgate-protect "${PROXIES[@]}")
+[[ ${VERIFY:-0} == 1 ]] && PROXIES=(crawlgate-verify "${PROXIES[@]}")
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
 [[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0

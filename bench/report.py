@@ -48,7 +48,7 @@ def main() -> int:
     print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name in ["pass", "mixed", "mixed-logged", "robots"]:
-        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "crawlgate-protect", "nginx-lean", "nginx"]:
+        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "crawlgate-protect", "crawlgate-verify", "nginx-lean", "nginx"]:
             if (name, proxy) not in runs:
                 continue
             print(
@@ -97,6 +97,19 @@ def main() -> int:
                 f"| {name} | {ratio(med(name, 'crawlgate-protect', 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
                 f"{ratio(med(name, 'crawlgate-protect', 'rps'), med(name, 'crawlgate', 'rps'))} | "
                 f"{ratio(med(name, 'crawlgate-protect', 'p99'), med(name, 'crawlgate', 'p99'))} |"
+            )
+
+    if any(p == "crawlgate-verify" for _, p in runs):
+        print("\nCrawler verification on (crawlgate-verify) against off (crawlgate), side by side:\n")
+        print("| scenario | CPU/req on ÷ off | req/s on ÷ off | p99 on ÷ off |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in ["pass", "mixed", "mixed-logged", "robots"]:
+            if (name, "crawlgate-verify") not in runs:
+                continue
+            print(
+                f"| {name} | {ratio(med(name, 'crawlgate-verify', 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
+                f"{ratio(med(name, 'crawlgate-verify', 'rps'), med(name, 'crawlgate', 'rps'))} | "
+                f"{ratio(med(name, 'crawlgate-verify', 'p99'), med(name, 'crawlgate', 'p99'))} |"
             )
 
     print("\n## Memory and streaming\n")

@@ -9,9 +9,12 @@
 //!    certificate [`tls`] picks by SNI) and runs hyper's HTTP/1 or HTTP/2
 //!    server on it with [`service::handle`] as the service, reading the
 //!    current state from the [`live`] cell that a reload swaps.
-//! 2. `handle` borrows the request's method, authority, path, query and
-//!    User-Agent into [`policy::Facts`] and calls [`policy::decide`], a pure
-//!    function: [`classify`] the User-Agent, block a bot's action URL
+//! 2. `handle` classifies the User-Agent, [`verify`]s a robot's claim to a
+//!    crawler operator (a table lookup; DNS, bounded in time, only where
+//!    the ranges do not settle it), borrows the request's method,
+//!    authority, path, query and User-Agent into [`policy::Facts`] and calls
+//!    [`policy::decide_classified`], a pure function: refuse a spoofed claim
+//!    or a refused AI crawler, block a bot's action URL
 //!    ([`query`] knows how PHP reads parameter names), redirect to the
 //!    [`canonical`] address, serve [`robots`].txt, [`shed`] a robot while
 //!    the upstream is under pressure (the pressure is a fact handed in),
@@ -31,9 +34,10 @@
 //!   decision, with no I/O (robots checks one file's existence); [`shed`]:
 //!   the pure shedding state machine and the process-wide load tracker
 //!   that feeds it; [`cache`]: the robots-only cache, and [`validators`]
-//!   (ETags, 304s) for what crawlgate serves itself; [`verify`]: the
-//!   crawler operators' published IP ranges as a lookup table (not yet on
-//!   the request path).
+//!   (ETags, 304s) for what crawlgate serves itself; [`verify`]: whether
+//!   a robot is the crawler it claims (the operators' published IP ranges
+//!   as a lookup table, reverse-then-forward DNS), with the range lists'
+//!   store and refresh.
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the

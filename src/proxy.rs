@@ -726,9 +726,14 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
     };
     headers.insert(rw.class_header.clone(), class);
     // A robot's class and verification are crawlgate's word alone: a
-    // client's copies never reach the upstream.
+    // client's copies never reach the upstream, nor their spellings with
+    // `_`, which PHP would read as the same variable.
     headers.remove(rw.robot_class_header);
     headers.remove(rw.verified_header);
+    remove_underscore_spellings(
+        headers,
+        &[rw.class_header, rw.robot_class_header, rw.verified_header],
+    );
     if let Some(robot) = &rw.client.robot {
         headers.insert(rw.robot_class_header.clone(), robot.class.clone());
         if let Some(identity) = robot.identity {
@@ -797,6 +802,29 @@ fn remove_client_claims(headers: &mut HeaderMap) {
         return;
     }
     let found: Vec<HeaderName> = headers.keys().filter(|k| is_claim(k)).cloned().collect();
+    for name in found {
+        headers.remove(name);
+    }
+}
+
+/// Removes headers that are one of `names` with `-` written as `_`
+/// (`X_Crawler_Verified`). Scans only when some name holds a `_`.
+fn remove_underscore_spellings(headers: &mut HeaderMap, names: &[&HeaderName]) {
+    let spelled = |name: &HeaderName| {
+        let name = name.as_str().as_bytes();
+        name.contains(&b'_')
+            && names.iter().any(|c| {
+                let c = c.as_str().as_bytes();
+                c.len() == name.len()
+                    && c.iter()
+                        .zip(name)
+                        .all(|(&a, &b)| a == b || (a == b'-' && b == b'_'))
+            })
+    };
+    if !headers.keys().any(|k| k.as_str().contains('_')) {
+        return;
+    }
+    let found: Vec<HeaderName> = headers.keys().filter(|k| spelled(k)).cloned().collect();
     for name in found {
         headers.remove(name);
     }
@@ -1157,6 +1185,10 @@ mod tests {
                 ("x-crawler-class", "search"),
                 ("x-crawler-verified", "ip"),
                 ("X-Crawler-Verified", "dns"),
+                ("x_crawler_verified", "ip"),
+                ("X_Crawler_Class", "search"),
+                ("x_crawler", "0"),
+                ("x_custom", "kept"),
             ])
         };
         // Even from a trusted proxy: these are not forwarding headers.
@@ -1164,6 +1196,10 @@ mod tests {
         rewrite_robot(&mut human, true, UaClass::Human, None);
         assert!(all(&human, "x-crawler-class").is_empty());
         assert!(all(&human, "x-crawler-verified").is_empty());
+        for spelled in ["x_crawler_verified", "x_crawler_class", "x_crawler"] {
+            assert!(all(&human, spelled).is_empty(), "{spelled}");
+        }
+        assert_eq!(all(&human, "x_custom"), ["kept"]);
         let mut unclaimed = client_copies();
         let robot = |identity| Robot {
             class: HeaderValue::from_static("library"),

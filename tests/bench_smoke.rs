@@ -27,6 +27,8 @@ fn load_benchmark_smoke() {
         // Also crawlgate with shedding and the robots cache on, and the
         // robots-only scenario.
         .env("PROTECT", "1")
+        // And crawlgate with crawler verification on (lists from files).
+        .env("VERIFY", "1")
         .current_dir(root)
         .output()
         .expect("run bench/load.sh");
@@ -36,8 +38,8 @@ fn load_benchmark_smoke() {
     assert!(out.status.success(), "bench/load.sh --smoke failed");
     let checks = stdout.lines().filter(|l| l.starts_with("smoke ")).count();
     // origin pass + (mixed, pass, robots, mixed-logged) × (crawlgate,
-    // crawlgate-protect, nginx-lean)
-    assert_eq!(checks, 13, "every scenario was checked:\n{stdout}");
+    // crawlgate-protect, crawlgate-verify, nginx-lean)
+    assert_eq!(checks, 17, "every scenario was checked:\n{stdout}");
     assert!(
         stdout
             .lines()
