@@ -193,6 +193,12 @@ pub struct RawVerify {
     /// Lists replaced by a local file or another URL, per operator.
     pub ranges:
         Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+    /// Verify Web Bot Auth signatures.
+    pub signatures: Option<bool>,
+    /// The longest a request waits for an agent's key directory.
+    pub directory_timeout: Option<String>,
+    /// Extra root certificates (PEM) for fetching lists and directories.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// `[bot_cache]` as written.
@@ -498,6 +504,12 @@ pub struct VerifyConfig {
     pub header: HeaderName,
     /// `(operator, list) → source` replacing official URLs.
     pub ranges: Vec<(String, String, String)>,
+    /// Web Bot Auth signatures verified.
+    pub signatures: bool,
+    /// The longest a request waits for an agent's key directory.
+    pub directory_timeout: Duration,
+    /// Extra root certificates for the lists' and directories' fetches.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The settings the process takes once, at start: the sockets it binds,
@@ -1104,6 +1116,7 @@ impl RawConfig {
             self.proxy.upstream_ca.as_mut(),
             self.log.file.as_mut(),
             self.verify.state_dir.as_mut(),
+            self.verify.ca_file.as_mut(),
         ]
         .into_iter()
         .flatten()
@@ -1405,6 +1418,9 @@ fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
         spoofed,
         header,
         ranges,
+        signatures,
+        directory_timeout,
+        ca_file,
     } = raw;
     let refresh = duration("verify.refresh", refresh, "12h")?;
     if refresh < Duration::from_secs(1) || refresh > Duration::from_secs(30 * 86_400) {
@@ -1475,6 +1491,13 @@ fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
             overrides.push((operator.clone(), list, source));
         }
     }
+    let directory_timeout = duration("verify.directory_timeout", directory_timeout, "500ms")?;
+    if directory_timeout > Duration::from_secs(5) {
+        return Err(invalid(
+            "verify.directory_timeout",
+            "must be at most 5s: a request waits this long at worst",
+        ));
+    }
     let config = VerifyConfig {
         refresh,
         state_dir,
@@ -1485,6 +1508,9 @@ fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
         spoofed,
         header,
         ranges: overrides,
+        signatures: signatures.unwrap_or(true),
+        directory_timeout,
+        ca_file,
     };
     Ok(enabled.unwrap_or(true).then_some(config))
 }
@@ -2016,6 +2042,9 @@ mod tests {
             "spoofed",
             "header",
             "[verify.ranges.",
+            "signatures",
+            "directory_timeout",
+            "ca_file",
             "[ai]",
             "training",
             "user_fetch",

@@ -212,11 +212,13 @@ pub struct ClientInfo {
     pub robot: Option<Robot>,
 }
 
-/// What the upstream is told about a robot.
+/// What the upstream is told about a robot (or a signed agent that sends
+/// a browser's User-Agent).
 #[derive(Clone, Debug)]
 pub struct Robot {
-    /// Its class (`search`, `ai`, …; `unknown` for a spoofed claim).
-    pub class: HeaderValue,
+    /// Its class (`search`, `ai`, …; `unknown` for a spoofed claim); none
+    /// for a human's User-Agent.
+    pub class: Option<HeaderValue>,
     /// What verification found, when it claims a crawler operator.
     pub identity: Option<Identity>,
 }
@@ -735,7 +737,9 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
         &[rw.class_header, rw.robot_class_header, rw.verified_header],
     );
     if let Some(robot) = &rw.client.robot {
-        headers.insert(rw.robot_class_header.clone(), robot.class.clone());
+        if let Some(class) = &robot.class {
+            headers.insert(rw.robot_class_header.clone(), class.clone());
+        }
         if let Some(identity) = robot.identity {
             headers.insert(
                 rw.verified_header.clone(),
@@ -1202,7 +1206,7 @@ mod tests {
         assert_eq!(all(&human, "x_custom"), ["kept"]);
         let mut unclaimed = client_copies();
         let robot = |identity| Robot {
-            class: HeaderValue::from_static("library"),
+            class: Some(HeaderValue::from_static("library")),
             identity,
         };
         rewrite_robot(&mut unclaimed, false, UaClass::Bot, Some(robot(None)));

@@ -181,15 +181,7 @@ impl Server {
         };
         // The crawler range lists are kept fresh on this thread, apart
         // from the workers; the task ends with `run`.
-        let _ranges = match crate::verify::store::Fetcher::new() {
-            Ok(fetcher) => Some(AbortOnDrop(tokio::spawn(
-                Arc::clone(&observer.ranges).run(fetcher),
-            ))),
-            Err(e) => {
-                tracing::warn!(error = %e, "verify: cannot build the range list client; lists come from their saved copies only");
-                None
-            }
-        };
+        let _ranges = AbortOnDrop(tokio::spawn(Arc::clone(&observer.ranges).run()));
         let (stop_tx, stop_rx) = watch::channel(false);
         let cells = live.shared.clone();
         let served = tokio::task::spawn_blocking(move || {
@@ -286,6 +278,25 @@ fn log_start(live: &Live, addrs: Addrs) {
     if let Some(certs) = &live.certs {
         log_certificates(&certs.current());
         certificate_metrics(live, &certs.current());
+    }
+    match &config.verify {
+        Some(verify) => {
+            let lists = live.observer.ranges.status(std::time::SystemTime::now());
+            let saved = lists.iter().filter(|(_, age)| age.is_some()).count();
+            tracing::info!(
+                lists = lists.len(),
+                from_saved_copies = saved,
+                dns = verify.dns,
+                signatures = verify.signatures,
+                spoofed = if verify.spoofed == crate::config::Spoofed::Block {
+                    "block"
+                } else {
+                    "log"
+                },
+                "crawler verification on; range lists are fetched in the background",
+            );
+        }
+        None => tracing::info!("crawler verification off"),
     }
 }
 

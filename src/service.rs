@@ -39,7 +39,8 @@ use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
-use crate::verify::store::{RangeStore, Setup, Source, StoreError};
+use crate::verify::signature::{self, SignatureChecker, Signed};
+use crate::verify::store::{Fetcher, FetcherError, RangeStore, Setup, Source, StoreError};
 use crate::verify::{
     by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
 };
@@ -96,6 +97,8 @@ pub struct Verify {
     pub setup: Setup,
     /// Reverse-then-forward DNS, when on (each worker its own resolver).
     pub dns: Option<DnsChecker>,
+    /// Web Bot Auth signatures, when on (each worker its own client).
+    pub signatures: Option<SignatureChecker>,
 }
 
 impl Verify {
@@ -105,6 +108,7 @@ impl Verify {
             // A resolver that cannot be built again (the system's
             // configuration vanished) leaves that worker without DNS.
             dns: self.dns.as_ref().and_then(|d| d.for_worker().ok()),
+            signatures: self.signatures.as_ref().map(SignatureChecker::for_worker),
         }
     }
 }
@@ -198,6 +202,9 @@ pub enum SetupError {
     /// The DNS resolver cannot be set up.
     #[error(transparent)]
     Dns(#[from] DnsSetupError),
+    /// The client for lists and key directories cannot be set up.
+    #[error(transparent)]
+    Fetcher(#[from] FetcherError),
 }
 
 impl Shared {
@@ -290,6 +297,14 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
     if let Some(dir) = &config.state_dir {
         crate::verify::store::check_state_dir(dir)?;
     }
+    let fetcher = Fetcher::new(config.ca_file.as_deref())?;
+    let signatures = config.signatures.then(|| {
+        SignatureChecker::new(
+            fetcher.for_worker(),
+            config.directory_timeout,
+            config.dns_max_inflight,
+        )
+    });
     let dns = if config.dns {
         Some(DnsChecker::new(DnsSetup {
             server: config.resolver,
@@ -305,8 +320,10 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
             sources,
             state_dir: config.state_dir.clone(),
             refresh: config.refresh,
+            fetcher,
         },
         dns,
+        signatures,
     })
 }
 
@@ -435,21 +452,27 @@ async fn respond(
     // A robot that claims a crawler operator is verified before the
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
-    let (identity, ai) = match (verdict.class, user_agent) {
-        (UaClass::Bot, Some(ua)) => match &shared.verify {
-            Some(verify) => {
-                let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
-                match verify_claim(&shared.observer.ranges, verify, ua, client).await {
-                    Some((identity, ai)) => (Some(identity), ai),
-                    None => (None, None),
-                }
-            }
-            None if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
+    let (identity, ai) = match &shared.verify {
+        Some(verify) => {
+            let request = signature::Request {
+                method: req.method(),
+                scheme,
+                authority: authority.unwrap_or(""),
+                uri: req.uri(),
+                headers: req.headers(),
+            };
+            let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
+            let robot = (verdict.class == UaClass::Bot)
+                .then_some(user_agent)
+                .flatten();
+            verify_request(&shared.observer.ranges, verify, &request, robot, client).await
+        }
+        None => match (verdict.class, user_agent) {
+            (UaClass::Bot, Some(ua)) if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
                 (None, shared.operators.claim(ua).and_then(|c| c.ai))
             }
-            None => (None, None),
+            _ => (None, None),
         },
-        _ => (None, None),
     };
     let bot_cache = shared.bot_cache.as_deref();
     let (decision, found) = {
@@ -551,10 +574,9 @@ async fn respond(
                 }
                 _ => None,
             };
-            let robot = shared
-                .class_values
-                .of(&verdict, identity)
-                .map(|class| proxy::Robot { class, identity });
+            let class = shared.class_values.of(&verdict, identity);
+            let robot =
+                (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(
                 shared,
                 conn,
@@ -662,6 +684,67 @@ async fn forward(
     }
 }
 
+/// What verification says of a request: its Web Bot Auth signature, when
+/// it carries one (a browser never does), then the crawler claim of a
+/// robot's User-Agent `robot`; and the kind of AI crawler it claims to be.
+/// A valid signature verifies the request when it claims no operator or
+/// the operator it claims lists the signing agent; an invalid one makes
+/// it spoofed; a directory not had in time settles nothing.
+async fn verify_request(
+    store: &RangeStore,
+    verify: &Verify,
+    request: &signature::Request<'_>,
+    robot: Option<&[u8]>,
+    client: IpAddr,
+) -> (Option<Identity>, Option<AiKind>) {
+    if let Some(checker) = verify
+        .signatures
+        .as_ref()
+        .filter(|_| signature::is_candidate(request.headers))
+    {
+        let now = crate::tls::unix_now();
+        let signed = checker.check(request, now).await;
+        let set = store.current();
+        let claim = robot.and_then(|ua| set.operators.claim(ua));
+        match signed {
+            Signed::Valid { agent } => {
+                let signer = set.operators.operator_of_agent(&agent);
+                match claim {
+                    Some(c) if Some(c.operator) != signer => {
+                        // Signed by somebody else than the operator it
+                        // names: the claim is judged on its own.
+                    }
+                    _ => {
+                        let identity = Identity::Verified(crate::verify::Method::Signature);
+                        set.count(signer, identity);
+                        return (Some(identity), claim.and_then(|c| c.ai));
+                    }
+                }
+            }
+            Signed::Invalid(why) => {
+                set.count(claim.map(|c| c.operator), Identity::Spoofed);
+                if let Some(suppressed) = SPOOFED.admit() {
+                    tracing::warn!(
+                        client = %client,
+                        why,
+                        suppressed,
+                        "spoofed crawler: a Web Bot Auth signature that does not verify",
+                    );
+                }
+                return (Some(Identity::Spoofed), None);
+            }
+            Signed::Unknown => {}
+        }
+    }
+    match robot {
+        Some(ua) => match verify_claim(store, verify, ua, client).await {
+            Some((identity, ai)) => (Some(identity), ai),
+            None => (None, None),
+        },
+        None => (None, None),
+    }
+}
+
 /// What verification says of a robot's User-Agent `ua` from `client`, and
 /// the kind of AI crawler it claims to be: `None` when it claims no
 /// operator. Counted per operator and result; a spoofed claim is logged
@@ -679,7 +762,7 @@ async fn verify_claim(
         let step = by_ranges(&claim, found, set.loaded, verify.dns.is_some());
         match step {
             Step::Done(identity) => {
-                set.count(claim.operator, identity);
+                set.count(Some(claim.operator), identity);
                 if identity == Identity::Spoofed {
                     log_spoofed(&set.operators, claim, ua, client, "ip ranges");
                 }
@@ -695,7 +778,7 @@ async fn verify_claim(
         None => DnsAnswer::Failed,
     };
     let identity = by_dns(&answer, &operators.operators[claim.operator].dns);
-    store.current().count(claim.operator, identity);
+    store.current().count(Some(claim.operator), identity);
     if identity == Identity::Spoofed {
         log_spoofed(&operators, claim, ua, client, "reverse DNS");
     }

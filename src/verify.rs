@@ -15,7 +15,9 @@
 //! spoofed, or unverified.
 
 pub mod dns;
+pub mod flight;
 pub mod ranges;
+pub mod signature;
 pub mod store;
 
 use std::fs;
@@ -204,6 +206,8 @@ pub struct Operator {
     /// Its AI crawlers' robots.txt tokens, per kind in [`AiKind::ALL`]
     /// order.
     pub ai: [Vec<Box<str>>; 3],
+    /// The hosts of its Web Bot Auth agents (`Signature-Agent` origins).
+    pub signature: Vec<Box<str>>,
 }
 
 /// One published range list.
@@ -283,6 +287,8 @@ struct RawOperator {
     lists: toml::Table,
     #[serde(default)]
     ai: RawAi,
+    #[serde(default)]
+    signature: Vec<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -354,17 +360,7 @@ impl Operators {
                 return Err(invalid(&name, "robots: lists no robot".to_owned()));
             }
             let index = operators.len();
-            let mut dns = Vec::new();
-            for domain in op.dns {
-                let domain = domain.to_ascii_lowercase();
-                if !valid_domain(&domain) {
-                    return Err(invalid(
-                        &name,
-                        format!("dns: {domain:?} is not a domain name like googlebot.com"),
-                    ));
-                }
-                dns.push(domain.into_boxed_str());
-            }
+            let dns = domains("dns", op.dns, "googlebot.com").map_err(|m| invalid(&name, m))?;
             let mut vouching: Vec<Lists> = vec![0; op.robots.len()];
             for (list, value) in op.lists {
                 let table = format!("{name}.lists.{list}");
@@ -434,6 +430,8 @@ impl Operators {
                     slot.push(token.into());
                 }
             }
+            let signature =
+                domains("signature", op.signature, "chatgpt.com").map_err(|m| invalid(&name, m))?;
             let ai_kind = |robot: &str| {
                 AiKind::ALL
                     .into_iter()
@@ -467,6 +465,7 @@ impl Operators {
                 name: name.into_boxed_str(),
                 dns,
                 ai,
+                signature,
             });
         }
         let claims = AhoCorasick::builder()
@@ -507,6 +506,13 @@ impl Operators {
             .flat_map(move |op| op.ai[slot].iter().map(|t| &**t))
     }
 
+    /// The operator whose Web Bot Auth agent is at `host`.
+    pub fn operator_of_agent(&self, host: &str) -> Option<usize> {
+        self.operators
+            .iter()
+            .position(|op| op.signature.iter().any(|h| h.eq_ignore_ascii_case(host)))
+    }
+
     /// The list named `<operator>.<list>`.
     pub fn list(&self, name: &str) -> Option<usize> {
         self.lists.iter().position(|l| &*l.name == name)
@@ -527,6 +533,23 @@ fn check_name(name: &str) -> Result<(), String> {
             "{name:?}: a name is 1 to 64 lowercase letters, digits and '-'"
         ))
     }
+}
+
+/// The domain names of `key`, lower case, each checked.
+fn domains(key: &str, names: Vec<String>, example: &str) -> Result<Vec<Box<str>>, String> {
+    names
+        .into_iter()
+        .map(|name| {
+            let name = name.to_ascii_lowercase();
+            if valid_domain(&name) {
+                Ok(name.into_boxed_str())
+            } else {
+                Err(format!(
+                    "{key}: {name:?} is not a domain name like {example}"
+                ))
+            }
+        })
+        .collect()
 }
 
 /// A domain name of at least two labels, lowercase.

@@ -5,7 +5,6 @@
 mod support;
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,7 +12,6 @@ use crawlgate::config::Overrides;
 use crawlgate::tls::{CertStore, TlsError};
 use http::Request;
 use http_body_util::Full;
-use rustls_pki_types::pem::PemObject;
 use support::tls::{self as t, Ca, Client};
 use support::{Proxy, Upstream};
 
@@ -577,23 +575,7 @@ async fn http_goes_to_https_in_one_hop_with_hsts_on_https() {
 async fn an_https_upstream_is_verified() {
     let ca = Ca::new();
     let origin_leaf = ca.leaf(&["origin.test"]);
-    let origin_tls = {
-        let chain =
-            rustls_pki_types::CertificateDer::pem_slice_iter(origin_leaf.chain_pem.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .expect("chain");
-        let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(origin_leaf.key_pem.as_bytes())
-            .expect("key");
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("server config");
-        tokio_rustls::TlsAcceptor::from(Arc::new(config))
-    };
+    let origin_tls = Ca::acceptor(&origin_leaf);
     let upstream = Upstream::start_with_tls(Some(origin_tls)).await;
     let ca_dir = tempfile::tempdir().expect("tempdir");
     let ca_file = ca_dir.path().join("ca.pem");

@@ -36,59 +36,92 @@ const GOOGLE_LIST: &[u8] = br#"{"creationTime": "2026-12-01T10:00:00.000000", "s
   "prefixes": [{"ipv4Prefix": "66.249.66.0/24"}, {"ipv6Prefix": "2001:4860:4801:10::/64"}]}"#;
 const OPENAI_LIST: &[u8] = br#"{"creationTime": "2026-12-01", "prefixes": [{"ipv4Prefix": "20.171.207.0/24", "extra": true}]}"#;
 
-/// Serves range files by path; the test changes them as it goes. A path
-/// it has no file for answers 404.
+/// Serves files by path (range lists, key directories), over HTTP or
+/// HTTPS; the test changes them as it goes. A path it has no file for
+/// answers 404; a 3xx "file" is a redirect to its body.
 #[derive(Clone)]
 struct ListServer {
     addr: SocketAddr,
-    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    files: Files,
+    scheme: &'static str,
 }
+
+/// Path → (status, body).
+type Files = Arc<Mutex<HashMap<String, (u16, Vec<u8>)>>>;
 
 impl ListServer {
     async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    async fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+        let files: Files = Arc::default();
         let served = Arc::clone(&files);
+        let scheme = if tls.is_some() { "https" } else { "http" };
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
                 let files = Arc::clone(&served);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let body = files.lock().expect("files").get(req.uri().path()).cloned();
+                        let file = files.lock().expect("files").get(req.uri().path()).cloned();
                         async move {
-                            let res = match body {
-                                Some(body) => hyper::Response::new(Full::new(Bytes::from(body))),
-                                None => {
-                                    let mut res = hyper::Response::new(Full::new(Bytes::new()));
-                                    *res.status_mut() = http::StatusCode::NOT_FOUND;
-                                    res
-                                }
-                            };
+                            let (status, body) = file.unwrap_or((404, Vec::new()));
+                            let mut res =
+                                hyper::Response::new(Full::new(Bytes::from(body.clone())));
+                            *res.status_mut() = http::StatusCode::from_u16(status).expect("status");
+                            if (300..400).contains(&status) {
+                                res.headers_mut().insert(
+                                    http::header::LOCATION,
+                                    http::HeaderValue::from_bytes(&body).expect("location"),
+                                );
+                            }
                             Ok::<_, Infallible>(res)
                         }
                     });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match tls {
+                        Some(tls) => {
+                            let Ok(stream) = tls.accept(stream).await else {
+                                return;
+                            };
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                        None => {
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                    }
                 });
             }
         });
-        Self { addr, files }
+        Self {
+            addr,
+            files,
+            scheme,
+        }
     }
 
     fn set(&self, path: &str, body: &[u8]) {
+        self.set_status(path, 200, body);
+    }
+
+    fn set_status(&self, path: &str, status: u16, body: &[u8]) {
         self.files
             .lock()
             .expect("files")
-            .insert(path.to_owned(), body.to_vec());
+            .insert(path.to_owned(), (status, body.to_vec()));
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+        format!("{}://{}{path}", self.scheme, self.addr)
     }
 }
 
@@ -273,6 +306,15 @@ fn pair(class: Option<&str>, verified: Option<&str>) -> (Option<String>, Option<
     (class.map(str::to_owned), verified.map(str::to_owned))
 }
 
+/// `crawlgate_crawler_verifications_total` of `operator` and `result`.
+fn verifications(m: &prometheus_parse::Scrape, operator: &str, result: &str) -> f64 {
+    metric(
+        m,
+        "crawlgate_crawler_verifications_total",
+        &[("operator", operator), ("result", result)],
+    )
+}
+
 /// Polls until `check` holds, for at most `limit`.
 async fn until(limit: Duration, what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + limit;
@@ -365,13 +407,7 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
     )
     .await;
     let m = scrape(admin).await;
-    let count = |operator: &str, result: &str| {
-        metric(
-            &m,
-            "crawlgate_crawler_verifications_total",
-            &[("operator", operator), ("result", result)],
-        )
-    };
+    let count = |operator: &str, result: &str| verifications(&m, operator, result);
     assert!(count("google", "ip") >= 3.0);
     assert_eq!(count("google", "spoofed"), 1.0);
     assert_eq!(count("openai", "spoofed"), 1.0);
@@ -620,13 +656,7 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
     );
 
     let m = scrape(proxy.admin_addr.expect("admin")).await;
-    let google = |result: &str| {
-        metric(
-            &m,
-            "crawlgate_crawler_verifications_total",
-            &[("operator", "google"), ("result", result)],
-        )
-    };
+    let google = |result: &str| verifications(&m, "google", result);
     assert_eq!(google("spoofed"), 3.0);
     assert_eq!(google("unverified"), 1.0);
     assert!(google("dns") >= 4.0);
@@ -737,5 +767,247 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
             assert_eq!(told(&seen).1.as_deref(), verified, "{client} {ua}");
         }
     }
+    proxy.stop().await;
+}
+
+/// An Ed25519 agent key as a test signer holds it: the key, its JWK and
+/// its id (the JWK's RFC 7638 thumbprint).
+struct AgentKey {
+    key: ed25519_dalek::SigningKey,
+    jwk: String,
+    id: String,
+}
+
+impl AgentKey {
+    fn new(seed: u8) -> Self {
+        use base64::Engine;
+        use sha2::Digest;
+        let key = ed25519_dalek::SigningKey::from_bytes(&[seed; 32]);
+        let x =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+        // The thumbprint's input: the required members, sorted, no spaces.
+        let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
+        let id = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(canonical.as_bytes()));
+        let jwk = format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}"#);
+        Self { key, jwk, id }
+    }
+}
+
+/// What a test signer signs: the covered components, the time window, the
+/// tag, and the Signature-Agent header's URL.
+#[derive(Clone)]
+struct Signing<'a> {
+    key: &'a AgentKey,
+    authority: &'a str,
+    agent: String,
+    components: &'a [&'a str],
+    window: (i64, i64),
+    tag: &'a str,
+}
+
+impl Signing<'_> {
+    /// The headers of a request signed per RFC 9421 and the web-bot-auth
+    /// draft, written out by hand (an implementation apart from the one
+    /// crawlgate verifies with).
+    fn headers(&self) -> String {
+        use base64::Engine;
+        use ed25519_dalek::Signer;
+        let agent_header = format!("\"{}\"", self.agent);
+        let covered: Vec<String> = self.components.iter().map(|c| format!("\"{c}\"")).collect();
+        let params = format!(
+            "({});created={};expires={};keyid=\"{}\";alg=\"ed25519\";nonce=\"n0nce\";tag=\"{}\"",
+            covered.join(" "),
+            self.window.0,
+            self.window.1,
+            self.key.id,
+            self.tag
+        );
+        let mut base = String::new();
+        for c in self.components {
+            let value = match *c {
+                "@authority" => self.authority.to_owned(),
+                "signature-agent" => agent_header.clone(),
+                other => panic!("no value for {other}"),
+            };
+            base.push_str(&format!("\"{c}\": {value}\n"));
+        }
+        base.push_str(&format!("\"@signature-params\": {params}"));
+        let signature = self.key.key.sign(base.as_bytes());
+        let signature = base64::engine::general_purpose::STANDARD.encode(signature.to_bytes());
+        format!(
+            "Signature-Agent: {agent_header}\r\nSignature-Input: sig1={params}\r\nSignature: sig1=:{signature}:\r\n"
+        )
+    }
+}
+
+/// Web Bot Auth: a signed request is verified against the key directory
+/// its Signature-Agent names (fetched over HTTPS, a 200 without
+/// redirects, cached); an expired, not yet valid, uncovered, foreign-key or
+/// non-https signature fails and is spoofed; a wrong tag is no Web Bot Auth
+/// request at all; a signer that is not the operator the User-Agent claims
+/// does not verify that claim.
+#[tokio::test]
+async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
+    let ca = support::tls::Ca::new();
+    let leaf = ca.leaf(&["127.0.0.1"]);
+    let agent = ListServer::start_with(Some(support::tls::Ca::acceptor(&leaf))).await;
+    let other = ListServer::start_with(Some(support::tls::Ca::acceptor(&leaf))).await;
+    let moved = ListServer::start_with(Some(support::tls::Ca::acceptor(&leaf))).await;
+    let key = AgentKey::new(7);
+    let foreign = AgentKey::new(9);
+    let directory = "/.well-known/http-message-signatures-directory";
+    agent.set(
+        directory,
+        format!(r#"{{"keys": [{}]}}"#, key.jwk).as_bytes(),
+    );
+    other.set(
+        directory,
+        format!(r#"{{"keys": [{}]}}"#, foreign.jwk).as_bytes(),
+    );
+    moved.set_status(directory, 302, agent.url(directory).as_bytes());
+
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.pem).expect("write CA");
+    let toml = format!(
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\ndirectory_timeout = \"2s\"\nca_file = {:?}\n{}",
+        ca_file.display(),
+        ranges_toml(&lists, &[])
+    );
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let valid = Signing {
+        key: &key,
+        authority: "example.com",
+        agent: agent.url(""),
+        components: &["@authority", "signature-agent"],
+        window: (now - 5, now + 300),
+        tag: "web-bot-auth",
+    };
+    const AGENT_UA: &str = "ExampleAgent/1.0";
+    let cases: Vec<(&str, &str, String, Option<&str>)> = vec![
+        ("valid", AGENT_UA, valid.headers(), Some("signature")),
+        // Signed agents may send a browser's User-Agent: still verified.
+        (
+            "valid, browser UA",
+            FIREFOX,
+            valid.headers(),
+            Some("signature"),
+        ),
+        (
+            "expired",
+            AGENT_UA,
+            Signing {
+                window: (now - 600, now - 300),
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        (
+            "not yet valid",
+            AGENT_UA,
+            Signing {
+                window: (now + 600, now + 900),
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        (
+            "signature-agent not covered",
+            AGENT_UA,
+            Signing {
+                components: &["@authority"],
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        (
+            "signed for another host",
+            AGENT_UA,
+            Signing {
+                authority: "other.example",
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        (
+            "a key of another directory",
+            AGENT_UA,
+            Signing {
+                key: &foreign,
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        (
+            "an http agent",
+            AGENT_UA,
+            Signing {
+                agent: agent.url("").replace("https", "http"),
+                ..valid.clone()
+            }
+            .headers(),
+            Some("spoofed"),
+        ),
+        // Not Web Bot Auth at all: nothing to verify.
+        (
+            "another tag",
+            FIREFOX,
+            Signing {
+                tag: "other",
+                ..valid.clone()
+            }
+            .headers(),
+            None,
+        ),
+        // A directory behind a redirect is not fetched: nothing certain.
+        (
+            "a redirected directory",
+            FIREFOX,
+            Signing {
+                agent: moved.url(""),
+                ..valid.clone()
+            }
+            .headers(),
+            None,
+        ),
+        // Signed by an agent that is not Google's: the Googlebot claim is
+        // judged on its own (its lists are not loaded: unverified).
+        (
+            "claims another operator",
+            GOOGLEBOT,
+            valid.headers(),
+            Some("unverified"),
+        ),
+    ];
+    for (i, (what, ua, headers, want)) in cases.iter().enumerate() {
+        let (res, seen) = from(
+            &proxy,
+            &upstream,
+            "198.51.100.20",
+            ua,
+            &format!("/signed{i}"),
+            headers,
+        )
+        .await;
+        assert_eq!(res.status, 200, "{what}");
+        assert_eq!(told(&seen).1.as_deref(), *want, "{what}");
+    }
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    let none = |result: &str| verifications(&m, "none", result);
+    assert_eq!(none("signature"), 2.0);
+    assert_eq!(none("spoofed"), 6.0);
     proxy.stop().await;
 }

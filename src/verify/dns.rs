@@ -8,19 +8,16 @@
 //! unverified without starting another. What the answer means for a claim
 //! is [`super::by_dns`]'s business: this module only asks.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::flight::Flights;
+use super::DnsAnswer;
 use hickory_resolver::config::{ConnectionConfig, NameServerConfig, ResolverConfig, ResolverOpts};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::{Name, RData};
 use hickory_resolver::TokioResolver;
-use tokio::sync::{watch, Semaphore};
-use tokio::time::Instant;
-
-use super::DnsAnswer;
 
 /// How long an answer is kept at least and at most, whatever the TTL.
 const MIN_TTL: Duration = Duration::from_secs(30);
@@ -33,21 +30,12 @@ const LOOKUP_DEADLINE: Duration = Duration::from_secs(5);
 /// Addresses whose answers are kept.
 const CACHE_ENTRIES: usize = 65_536;
 
-/// What the workers share: the answers, the lookups in flight, the bound.
-#[derive(Debug)]
-struct Common {
-    cache: quick_cache::sync::Cache<IpAddr, (DnsAnswer, Instant)>,
-    inflight: Mutex<HashMap<IpAddr, watch::Receiver<Option<DnsAnswer>>>>,
-    permits: Arc<Semaphore>,
-    wait: Duration,
-}
-
 /// The DNS checker of one worker (each has its own resolver, whose
 /// sockets live on that worker's event loop) over the shared cache.
 #[derive(Clone)]
 pub struct DnsChecker {
     resolver: TokioResolver,
-    common: Arc<Common>,
+    answers: Arc<Flights<IpAddr, DnsAnswer>>,
     setup: DnsSetup,
 }
 
@@ -78,15 +66,9 @@ pub struct DnsSetupError(String);
 impl DnsChecker {
     /// A checker with an empty cache.
     pub fn new(setup: DnsSetup) -> Result<Self, DnsSetupError> {
-        let common = Arc::new(Common {
-            cache: quick_cache::sync::Cache::new(CACHE_ENTRIES),
-            inflight: Mutex::new(HashMap::new()),
-            permits: Arc::new(Semaphore::new(setup.max_inflight)),
-            wait: setup.wait,
-        });
         Ok(Self {
             resolver: resolver(&setup)?,
-            common,
+            answers: Arc::new(Flights::new(CACHE_ENTRIES, setup.max_inflight, setup.wait)),
             setup,
         })
     }
@@ -95,7 +77,7 @@ impl DnsChecker {
     pub fn for_worker(&self) -> Result<Self, DnsSetupError> {
         Ok(Self {
             resolver: resolver(&self.setup)?,
-            common: Arc::clone(&self.common),
+            answers: Arc::clone(&self.answers),
             setup: self.setup.clone(),
         })
     }
@@ -104,64 +86,14 @@ impl DnsChecker {
     /// configured time (then [`DnsAnswer::Failed`], while the lookup goes
     /// on and fills the cache).
     pub async fn check(&self, ip: IpAddr) -> DnsAnswer {
-        let common = &self.common;
-        let now = Instant::now();
-        if let Some((answer, until)) = common.cache.get(&ip) {
-            if until > now {
-                return answer;
-            }
-        }
-        let mut receiver =
-            {
-                let mut inflight = common
-                    .inflight
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match inflight.get(&ip) {
-                    Some(receiver) => receiver.clone(),
-                    None => {
-                        let Ok(permit) = Arc::clone(&common.permits).try_acquire_owned() else {
-                            // Past the bound: no new lookup; proceed unverified.
-                            return DnsAnswer::Failed;
-                        };
-                        let (sender, receiver) = watch::channel(None);
-                        inflight.insert(ip, receiver.clone());
-                        let resolver = self.resolver.clone();
-                        let common = Arc::clone(common);
-                        tokio::spawn(async move {
-                            let (answer, ttl) =
-                                match tokio::time::timeout(LOOKUP_DEADLINE, lookup(&resolver, ip))
-                                    .await
-                                {
-                                    Ok(found) => found,
-                                    Err(_) => (DnsAnswer::Failed, FAILED_TTL),
-                                };
-                            common
-                                .cache
-                                .insert(ip, (answer.clone(), Instant::now() + ttl));
-                            common
-                                .inflight
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .remove(&ip);
-                            let _ = sender.send(Some(answer));
-                            drop(permit);
-                        });
-                        receiver
-                    }
-                }
-            };
-        let wait = async {
-            loop {
-                if let Some(answer) = receiver.borrow_and_update().clone() {
-                    return answer;
-                }
-                if receiver.changed().await.is_err() {
-                    return DnsAnswer::Failed;
-                }
-            }
+        let resolver = self.resolver.clone();
+        let looked_up = || async move {
+            tokio::time::timeout(LOOKUP_DEADLINE, lookup(&resolver, ip))
+                .await
+                .unwrap_or((DnsAnswer::Failed, FAILED_TTL))
         };
-        tokio::time::timeout(common.wait, wait)
+        self.answers
+            .get(&ip, looked_up)
             .await
             .unwrap_or(DnsAnswer::Failed)
     }

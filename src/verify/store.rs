@@ -75,6 +75,8 @@ pub struct Setup {
     pub state_dir: Option<PathBuf>,
     /// How often each list is fetched again.
     pub refresh: Duration,
+    /// The client that fetches them.
+    pub fetcher: Fetcher,
 }
 
 /// One snapshot for the request path.
@@ -97,13 +99,16 @@ impl RangeSet {
         loaded: Lists,
         metrics: &VerifyMetrics,
     ) -> Self {
+        // Each operator, then `none`: a signed request that claims none.
         let counters = operators
             .operators
             .iter()
-            .map(|op| {
+            .map(|op| &*op.name)
+            .chain(["none"])
+            .map(|name| {
                 Identity::ALL.map(|identity| {
                     metrics.verifications.get_or_create_owned(&VerifyLabels {
-                        operator: op.name.clone(),
+                        operator: name.into(),
                         result: identity.as_str(),
                     })
                 })
@@ -117,13 +122,15 @@ impl RangeSet {
         }
     }
 
-    /// Counts one verification of a claim to `operator` (an atomic add).
-    pub fn count(&self, operator: usize, identity: Identity) {
+    /// Counts one verification of a claim to `operator` (`None`: a signed
+    /// request of no known operator), an atomic add.
+    pub fn count(&self, operator: Option<usize>, identity: Identity) {
         let slot = Identity::ALL
             .iter()
             .position(|i| *i == identity)
             .unwrap_or(4);
-        if let Some(counters) = self.counters.get(operator) {
+        let row = operator.unwrap_or(self.operators.operators.len());
+        if let Some(counters) = self.counters.get(row) {
             counters[slot].inc();
         }
     }
@@ -379,8 +386,8 @@ impl RangeStore {
 
     /// Fetches or reads every list that is due at `now`; returns how many
     /// changed.
-    pub async fn refresh_due(&self, client: &Fetcher, now: SystemTime) -> usize {
-        let (due, state_dir) = {
+    pub async fn refresh_due(&self, now: SystemTime) -> usize {
+        let (due, state_dir, client) = {
             let inner = self.lock();
             let Some(setup) = &inner.setup else {
                 return 0;
@@ -393,7 +400,7 @@ impl RangeStore {
                 .filter(|(_, h)| is_due(h, setup.refresh, retry, now))
                 .map(|(i, h)| (i, h.name.clone(), h.source.clone()))
                 .collect();
-            (due, setup.state_dir.clone())
+            (due, setup.state_dir.clone(), setup.fetcher.clone())
         };
         if due.is_empty() {
             return 0;
@@ -439,9 +446,9 @@ impl RangeStore {
     /// Keeps the lists fresh until the task is dropped: fetches what is
     /// due, then waits for the next check (a minute, or `refresh` if
     /// shorter) or a new setup.
-    pub async fn run(self: Arc<Self>, client: Fetcher) {
+    pub async fn run(self: Arc<Self>) {
         loop {
-            self.refresh_due(&client, SystemTime::now()).await;
+            self.refresh_due(SystemTime::now()).await;
             let tick = {
                 let inner = self.lock();
                 inner.setup.as_ref().map_or(Duration::from_secs(60), |s| {
@@ -566,11 +573,13 @@ pub fn check_state_dir(dir: &Path) -> Result<(), StoreError> {
     })
 }
 
-/// The HTTP(S) client that fetches the lists: the system's root
-/// certificates, HTTP/1.1, a timeout, a size limit, a few redirects.
+/// The HTTP(S) client that fetches range lists and key directories: the
+/// system's root certificates (plus `verify.ca_file`), HTTP/1.1, a
+/// timeout, a size limit.
 #[derive(Clone)]
 pub struct Fetcher {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    tls: Arc<rustls::ClientConfig>,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -579,54 +588,112 @@ impl std::fmt::Debug for Fetcher {
     }
 }
 
+/// The fetcher's TLS settings cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum FetcherError {
+    /// `verify.ca_file` cannot be read or holds no certificate.
+    #[error("verify.ca_file: {path}: {message}")]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// rustls refused the settings (a bug).
+    #[error("verify: TLS client: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
 impl Fetcher {
-    /// A client trusting the system's root certificates (none found: only
-    /// `http://` sources work, and `https://` ones say why).
-    pub fn new() -> Result<Self, rustls::Error> {
+    /// A client trusting the system's root certificates and those of
+    /// `extra_roots` (PEM). Without any root, only `http://` sources work,
+    /// and `https://` ones say why.
+    pub fn new(extra_roots: Option<&Path>) -> Result<Self, FetcherError> {
         let mut roots = rustls::RootCertStore::empty();
         let found = rustls_native_certs::load_native_certs();
-        let (added, _) = roots.add_parsable_certificates(found.certs);
-        if added == 0 {
-            tracing::warn!(
-                "verify: no system root certificates; https range lists cannot be fetched"
-            );
+        roots.add_parsable_certificates(found.certs);
+        if let Some(path) = extra_roots {
+            let bad = |message: String| FetcherError::CaFile {
+                path: path.to_owned(),
+                message,
+            };
+            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+            let mut added = 0;
+            for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(&pem) {
+                let cert: rustls_pki_types::CertificateDer<'static> =
+                    cert.map_err(|e| bad(e.to_string()))?;
+                roots.add(cert).map_err(|e| bad(e.to_string()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(bad("no CERTIFICATE block".to_owned()));
+            }
         }
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        Ok(Self::with_tls(Arc::new(tls)))
+    }
+
+    fn with_tls(tls: Arc<rustls::ClientConfig>) -> Self {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_connect_timeout(Some(Duration::from_secs(10)));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
+            .with_tls_config((*tls).clone())
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector);
-        Ok(Self { client })
+        Self { client, tls }
+    }
+
+    /// A copy with a connection pool of its own (each worker's event loop
+    /// keeps its own connections).
+    pub fn for_worker(&self) -> Self {
+        Self::with_tls(Arc::clone(&self.tls))
     }
 
     /// The body of `url`, after at most [`MAX_REDIRECTS`] redirects, on a
     /// 200 only, within [`FETCH_TIMEOUT`] and [`MAX_LIST_BYTES`].
     pub async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
-        tokio::time::timeout(FETCH_TIMEOUT, self.get_inner(url))
+        tokio::time::timeout(
+            FETCH_TIMEOUT,
+            self.fetch(url, MAX_REDIRECTS, MAX_LIST_BYTES),
+        )
+        .await
+        .map_err(|_| format!("no complete answer in {}s", FETCH_TIMEOUT.as_secs()))?
+    }
+
+    /// The body of the `https://` `url` itself: no redirect followed, a
+    /// 200 only, within [`FETCH_TIMEOUT`] and `max_bytes` (key directories).
+    pub async fn get_exact(&self, url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+        if !url.starts_with("https://") {
+            return Err(format!("{url}: not https"));
+        }
+        tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url, 0, max_bytes))
             .await
             .map_err(|_| format!("no complete answer in {}s", FETCH_TIMEOUT.as_secs()))?
     }
 
-    async fn get_inner(&self, url: &str) -> Result<Vec<u8>, String> {
+    async fn fetch(
+        &self,
+        url: &str,
+        redirects: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, String> {
         let mut uri: Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
-        for _ in 0..=MAX_REDIRECTS {
+        for _ in 0..=redirects {
             let req = Request::get(uri.clone())
                 .header(
                     header::USER_AGENT,
                     concat!(
                         "crawlgate/",
                         env!("CARGO_PKG_VERSION"),
-                        " (range list refresh)"
+                        " (crawler verification)"
                     ),
                 )
                 .header(header::ACCEPT, "application/json")
@@ -643,7 +710,7 @@ impl Fetcher {
                 text
             })?;
             let status = res.status();
-            if status.is_redirection() {
+            if status.is_redirection() && redirects > 0 {
                 let location = res
                     .headers()
                     .get(header::LOCATION)
@@ -660,13 +727,13 @@ impl Fetcher {
             if status != StatusCode::OK {
                 return Err(format!("answered {status}"));
             }
-            let body = Limited::new(res.into_body(), MAX_LIST_BYTES)
+            let body = Limited::new(res.into_body(), max_bytes)
                 .collect()
                 .await
                 .map_err(|e| format!("body: {e}"))?;
             return Ok(body.to_bytes().to_vec());
         }
-        Err(format!("more than {MAX_REDIRECTS} redirects"))
+        Err(format!("more than {redirects} redirects"))
     }
 }
 

@@ -14,6 +14,7 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -69,6 +70,22 @@ impl Ca {
             key_pem: key.serialize_pem(),
             der: cert.der().clone(),
         }
+    }
+
+    /// A TLS acceptor serving `leaf`.
+    pub fn acceptor(leaf: &Leaf) -> tokio_rustls::TlsAcceptor {
+        let chain = rustls_pki_types::CertificateDer::pem_slice_iter(leaf.chain_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("chain");
+        let key =
+            rustls_pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("key");
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .expect("server config");
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
     }
 
     pub fn roots(&self) -> RootCertStore {
