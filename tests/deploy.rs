@@ -33,6 +33,10 @@ fn exported() -> BTreeSet<String> {
     metrics.reloaded(true);
     metrics.log_line_dropped();
     metrics.bot_cache().result("hit").inc();
+    // The verification counters exist per operator once a store is built.
+    let _ranges = crawlgate::verify::store::RangeStore::new(&metrics);
+    let list = crawlgate::metrics::ListLabels { list: "x.y".into() };
+    metrics.verify().age.get_or_create(&list).set(1);
     let text = metrics.encode();
     let mut names = BTreeSet::new();
     for line in text.lines() {
