@@ -195,6 +195,8 @@ pub struct RawVerify {
         Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
     /// Verify Web Bot Auth signatures.
     pub signatures: Option<bool>,
+    /// Agents whose key directories may be fetched, beyond the operators'.
+    pub signature_agents: Option<Vec<String>>,
     /// The longest a request waits for an agent's key directory.
     pub directory_timeout: Option<String>,
     /// Extra root certificates (PEM) for fetching lists and directories.
@@ -506,6 +508,10 @@ pub struct VerifyConfig {
     pub ranges: Vec<(String, String, String)>,
     /// Web Bot Auth signatures verified.
     pub signatures: bool,
+    /// Agents (`host` or `host:port`, lower case) whose directories may be
+    /// fetched beyond the operators' (`rules/crawlers.toml`); `None`: any
+    /// https agent on a public address.
+    pub signature_agents: Option<Vec<String>>,
     /// The longest a request waits for an agent's key directory.
     pub directory_timeout: Duration,
     /// Extra root certificates for the lists' and directories' fetches.
@@ -1419,6 +1425,7 @@ fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
         header,
         ranges,
         signatures,
+        signature_agents,
         directory_timeout,
         ca_file,
     } = raw;
@@ -1509,6 +1516,29 @@ fn verify_config(raw: RawVerify) -> Result<Option<VerifyConfig>, ConfigError> {
         header,
         ranges: overrides,
         signatures: signatures.unwrap_or(true),
+        signature_agents: match signature_agents {
+            None => Some(Vec::new()),
+            Some(list) if list.iter().any(|a| a == "*") => None,
+            Some(list) => Some(
+                list.into_iter()
+                    .map(|agent| {
+                        let agent = agent.trim().to_ascii_lowercase();
+                        let valid = !agent.is_empty()
+                            && agent
+                                .parse::<http::uri::Authority>()
+                                .is_ok_and(|a| a.as_str() == agent && !agent.contains('@'));
+                        if valid {
+                            Ok(agent)
+                        } else {
+                            Err(invalid(
+                                "verify.signature_agents",
+                                format!("{agent:?} is not a host or host:port (or \"*\")"),
+                            ))
+                        }
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        },
         directory_timeout,
         ca_file,
     };
@@ -1618,6 +1648,24 @@ mod tests {
             .expect("on");
         assert_eq!(custom.resolver, Some("127.0.0.1:53".parse().expect("addr")));
         assert_eq!(custom.spoofed, Spoofed::Block);
+        assert_eq!(
+            on.signature_agents,
+            Some(Vec::new()),
+            "the operators' agents only"
+        );
+        let any = load("[verify]\nsignature_agents = [\"*\"]")
+            .expect("valid")
+            .verify
+            .expect("on");
+        assert_eq!(any.signature_agents, None);
+        let listed = load("[verify]\nsignature_agents = [\"Agent.example:8443\"]")
+            .expect("valid")
+            .verify
+            .expect("on");
+        assert_eq!(
+            listed.signature_agents,
+            Some(vec!["agent.example:8443".to_owned()])
+        );
         assert_eq!(
             custom.ranges,
             [(
@@ -2043,6 +2091,7 @@ mod tests {
             "header",
             "[verify.ranges.",
             "signatures",
+            "signature_agents",
             "directory_timeout",
             "ca_file",
             "[ai]",

@@ -39,7 +39,7 @@ use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
-use crate::verify::signature::{self, SignatureChecker, Signed};
+use crate::verify::signature::{self, Agents, SignatureChecker, Signed};
 use crate::verify::store::{Fetcher, FetcherError, RangeStore, Setup, Source, StoreError};
 use crate::verify::{
     by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
@@ -298,9 +298,21 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         crate::verify::store::check_state_dir(dir)?;
     }
     let fetcher = Fetcher::new(config.ca_file.as_deref())?;
+    let agents = match &config.signature_agents {
+        None => Agents::Public,
+        Some(extra) => Agents::Listed(
+            operators
+                .operators
+                .iter()
+                .flat_map(|op| op.signature.iter().cloned())
+                .chain(extra.iter().map(|a| a.as_str().into()))
+                .collect(),
+        ),
+    };
     let signatures = config.signatures.then(|| {
         SignatureChecker::new(
             fetcher.for_worker(),
+            agents,
             config.directory_timeout,
             config.dns_max_inflight,
         )

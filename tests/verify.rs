@@ -872,9 +872,12 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, &ca.pem).expect("write CA");
+    // The agents whose directories may be fetched: not `other`'s.
     let toml = format!(
-        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\ndirectory_timeout = \"2s\"\nca_file = {:?}\n{}",
+        "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\ndirectory_timeout = \"2s\"\nca_file = {:?}\nsignature_agents = [{:?}, {:?}]\n{}",
         ca_file.display(),
+        agent.addr.to_string(),
+        moved.addr.to_string(),
         ranges_toml(&lists, &[])
     );
     let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
@@ -950,6 +953,19 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
             }
             .headers(),
             Some("spoofed"),
+        ),
+        // Validly signed by an agent crawlgate does not fetch keys from
+        // (not in signature_agents): nothing certain.
+        (
+            "an agent not allowed",
+            FIREFOX,
+            Signing {
+                key: &foreign,
+                agent: other.url(""),
+                ..valid.clone()
+            }
+            .headers(),
+            None,
         ),
         (
             "an http agent",

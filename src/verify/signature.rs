@@ -166,15 +166,76 @@ fn dictionary_member(values: &[String], key: &str) -> Option<String> {
 pub struct SignatureChecker {
     fetcher: Fetcher,
     directories: Arc<Flights<Box<str>, Option<Arc<KeyRing>>>>,
+    agents: Arc<Agents>,
+}
+
+/// Whose key directories crawlgate fetches: a request names the URL, so
+/// this is what keeps a client from making crawlgate fetch from anywhere
+/// it likes (an address inside the site's network, say).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Agents {
+    /// These agents only (`host` or `host:port`, lower case): the crawler
+    /// operators' (`signature` in `rules/crawlers.toml`) and the config's.
+    Listed(Vec<Box<str>>),
+    /// Any https agent whose host is a name or a public address.
+    Public,
+}
+
+impl Agents {
+    /// Whether the directory of the agent at `authority` may be fetched.
+    pub fn allow(&self, authority: &http::uri::Authority) -> bool {
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        match self {
+            Agents::Listed(agents) => agents.iter().any(|a| {
+                a.eq_ignore_ascii_case(authority.as_str()) || a.eq_ignore_ascii_case(host)
+            }),
+            Agents::Public => match host.parse::<std::net::IpAddr>() {
+                Ok(ip) => is_public(ip),
+                Err(_) => !host.eq_ignore_ascii_case("localhost") && host.contains('.'),
+            },
+        }
+    }
+}
+
+/// Not loopback, private, link-local, unspecified, documentation or
+/// otherwise reserved.
+fn is_public(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64
+                || v4.octets()[0] >= 240)
+        }
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public(std::net::IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_loopback()
+                    || v6.is_unspecified()
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfe80
+                    || first == 0x2001 && v6.segments()[1] == 0x0db8)
+            }
+        },
+    }
 }
 
 impl SignatureChecker {
-    /// A checker fetching directories with `fetcher`, waiting at most
-    /// `wait`, with at most `max_inflight` fetches at once.
-    pub fn new(fetcher: Fetcher, wait: Duration, max_inflight: usize) -> Self {
+    /// A checker fetching the directories of `agents` with `fetcher`,
+    /// waiting at most `wait`, with at most `max_inflight` fetches at once.
+    pub fn new(fetcher: Fetcher, agents: Agents, wait: Duration, max_inflight: usize) -> Self {
         Self {
             fetcher,
             directories: Arc::new(Flights::new(CACHE_ENTRIES, max_inflight, wait)),
+            agents: Arc::new(agents),
         }
     }
 
@@ -183,6 +244,7 @@ impl SignatureChecker {
         Self {
             fetcher: self.fetcher.for_worker(),
             directories: Arc::clone(&self.directories),
+            agents: Arc::clone(&self.agents),
         }
     }
 
@@ -192,6 +254,14 @@ impl SignatureChecker {
             Ok(ready) => ready,
             Err(why) => return Signed::Invalid(why),
         };
+        let allowed = Uri::try_from(directory.as_ref())
+            .ok()
+            .and_then(|u| u.authority().cloned())
+            .is_some_and(|a| self.agents.allow(&a));
+        if !allowed {
+            // Not an agent whose keys crawlgate fetches: nothing certain.
+            return Signed::Unknown;
+        }
         let Some(keyring) = self.directory(&directory).await else {
             return Signed::Unknown;
         };
@@ -333,6 +403,36 @@ mod tests {
         );
         assert!(!is_candidate(&other_tag));
         assert!(!is_candidate(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn only_listed_or_public_agents_are_fetched() {
+        let authority = |a: &str| a.parse::<http::uri::Authority>().expect("authority");
+        let listed = Agents::Listed(vec!["chatgpt.com".into(), "127.0.0.1:8443".into()]);
+        assert!(listed.allow(&authority("chatgpt.com")));
+        assert!(listed.allow(&authority("ChatGPT.com:443")));
+        assert!(listed.allow(&authority("127.0.0.1:8443")));
+        assert!(!listed.allow(&authority("127.0.0.1:9443")));
+        assert!(!listed.allow(&authority("agent.example")));
+        let public = Agents::Public;
+        for ok in ["agent.example", "203.0.114.7", "[2a00:1450::1]"] {
+            assert!(public.allow(&authority(ok)), "{ok}");
+        }
+        for refused in [
+            "localhost",
+            "intranet",
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "[::1]",
+            "[fd00::1]",
+            "[fe80::1]",
+            "[::ffff:10.0.0.1]",
+        ] {
+            assert!(!public.allow(&authority(refused)), "{refused}");
+        }
     }
 
     #[test]
