@@ -292,7 +292,17 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
                 known.join(", ")
             )));
         };
-        sources[i] = Source::parse(source);
+        let source = Source::parse(source);
+        if let Source::File(path) = &source {
+            // A typo is an error now, not an unverified list forever.
+            if !path.is_file() {
+                return Err(SetupError::VerifyRanges(format!(
+                    "{name}: {}: no such file",
+                    path.display()
+                )));
+            }
+        }
+        sources[i] = source;
     }
     if let Some(dir) = &config.state_dir {
         crate::verify::store::check_state_dir(dir)?;
@@ -318,11 +328,22 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         )
     });
     let dns = if config.dns {
-        Some(DnsChecker::new(DnsSetup {
+        let setup = DnsSetup {
             server: config.resolver,
             wait: config.dns_timeout,
             max_inflight: config.dns_max_inflight,
-        })?)
+        };
+        match (DnsChecker::new(setup), config.resolver) {
+            (Ok(dns), _) => Some(dns),
+            // A configured server that cannot be used is an error; a host
+            // without a resolver configuration (a bare container) keeps
+            // the ranges and goes without DNS.
+            (Err(e), Some(_)) => return Err(e.into()),
+            (Err(e), None) => {
+                tracing::warn!(error = %e, "verify: no system resolver; reverse DNS is off (set verify.resolver)");
+                None
+            }
+        }
     } else {
         None
     };

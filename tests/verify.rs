@@ -1027,3 +1027,27 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
     assert_eq!(none("spoofed"), 6.0);
     proxy.stop().await;
 }
+
+/// A list replaced by a file that does not exist is an error at start,
+/// naming the key and its line, not a list left unloaded forever.
+#[test]
+fn a_missing_range_file_is_a_start_up_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crawlgate.toml");
+    std::fs::write(
+        &path,
+        "[verify]\ndns = false\n[verify.ranges.google]\ncommon-crawlers = \"lists/missing.json\"\n",
+    )
+    .expect("write");
+    let observer = std::sync::Arc::new(crawlgate::observe::Observer::new());
+    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &observer) {
+        Ok(_) => panic!("a missing list file is refused"),
+        Err(err) => err.to_string(),
+    };
+    assert!(
+        err.contains("crawlgate.toml:3")
+            && err.contains("verify.ranges: google.common-crawlers: ")
+            && err.contains("missing.json: no such file"),
+        "{err}"
+    );
+}
