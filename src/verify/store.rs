@@ -274,7 +274,11 @@ impl RangeStore {
                     }
                     if let Source::File(path) = source {
                         let outcome = std::fs::read(path).map_err(|e| e.to_string());
-                        self.take(&mut h, outcome, None, SystemTime::now());
+                        if let Taken::Failed(why) =
+                            self.take(&mut h, outcome, None, SystemTime::now())
+                        {
+                            log_failed(&[why]);
+                        }
                     }
                     held.push(h);
                 }
@@ -324,15 +328,16 @@ impl RangeStore {
     }
 
     /// Handles one fetched or read copy: a good one replaces the held copy
-    /// (and is saved to `state_dir` when given); a bad one is counted and
-    /// logged once.
+    /// (and is saved to `state_dir` when given); a bad one is counted, and
+    /// its reason returned the first time in a row it fails (the caller
+    /// logs those together).
     fn take(
         &self,
         held: &mut Held,
         outcome: Result<Vec<u8>, String>,
         state_dir: Option<&Path>,
         now: SystemTime,
-    ) -> bool {
+    ) -> Taken {
         held.attempted = Some(now);
         let parsed = outcome.and_then(|body| {
             parse_ranges(&body)
@@ -362,7 +367,7 @@ impl RangeStore {
                         tracing::warn!(list = %held.name, dir = %dir.display(), error = %e, "verify: cannot keep the list's copy on disk");
                     }
                 }
-                true
+                Taken::Loaded
             }
             Err(why) => {
                 counter(if why.starts_with("refused") {
@@ -370,16 +375,17 @@ impl RangeStore {
                 } else {
                     "error"
                 });
-                if !held.failing {
-                    let kept = if held.nets.is_some() {
-                        "the last good copy is kept"
-                    } else {
-                        "no copy yet: its robots stay unverified"
-                    };
-                    tracing::warn!(list = %held.name, source = %held.source, error = %why, "verify: range list not updated; {kept}");
-                }
+                let first = !held.failing;
                 held.failing = true;
-                false
+                if !first {
+                    return Taken::StillFailing;
+                }
+                let kept = if held.nets.is_some() {
+                    "last good copy kept"
+                } else {
+                    "no copy yet"
+                };
+                Taken::Failed(format!("{} ({}): {why}; {kept}", held.name, held.source))
             }
         }
     }
@@ -423,6 +429,7 @@ impl RangeStore {
             });
         }
         let mut changed = 0;
+        let mut failed = Vec::new();
         while let Some(joined) = tasks.join_next().await {
             let Ok((i, name, source, outcome)) = joined else {
                 continue;
@@ -432,10 +439,18 @@ impl RangeStore {
             // of the same list from the same source is taken.
             let state = state_dir.as_deref();
             if let Some(h) = inner.held.get_mut(i) {
-                if h.name == name && h.source == source && self.take(h, outcome, state, now) {
-                    changed += 1;
+                if h.name == name && h.source == source {
+                    match self.take(h, outcome, state, now) {
+                        Taken::Loaded => changed += 1,
+                        Taken::Failed(why) => failed.push(why),
+                        Taken::StillFailing => {}
+                    }
                 }
             }
+        }
+        if !failed.is_empty() {
+            failed.sort();
+            log_failed(&failed);
         }
         if changed > 0 {
             self.publish();
@@ -503,6 +518,27 @@ impl RangeStore {
             })
             .collect()
     }
+}
+
+/// What one copy did to a list.
+enum Taken {
+    /// It replaced the held copy.
+    Loaded,
+    /// It was refused, the first time in a row: why.
+    Failed(String),
+    /// Refused again (already reported).
+    StillFailing,
+}
+
+/// One line for the lists that just stopped updating (an offline host
+/// says so once, not once per list): the robots of a list without a copy
+/// stay unverified, the others keep their last good copy.
+fn log_failed(failed: &[String]) {
+    tracing::warn!(
+        lists = failed.len(),
+        "verify: range lists not updated (tried again in 5 minutes at most): {}",
+        failed.join("; ")
+    );
 }
 
 fn is_due(h: &Held, refresh: Duration, retry: Duration, now: SystemTime) -> bool {
