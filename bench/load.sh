@@ -154,7 +154,9 @@ SCRAPER_PID=
 start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); config
     local config=${3:-bench/crawlgate.toml} bin=${2:-$CRAWLGATE_BIN} admin=()
     if [[ $1 == file ]]; then
-        sed 's/^access = false/access = true/' "$config" > "$RUN/crawlgate-log.toml"
+        # The copy lives in $RUN: paths relative to bench/ are made absolute.
+        sed -e 's/^access = false/access = true/' -e "s|= \"ranges/|= \"$ROOT/bench/ranges/|" \
+            "$config" > "$RUN/crawlgate-log.toml"
         config=$RUN/crawlgate-log.toml
         # Everything observation costs: the access log (combined, to a
         # file), the metrics, and the admin listener scraped every second
