@@ -476,8 +476,21 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
 
     // spoofed = "block" by reload: 403 on every URL, robots.txt too; a
     // verified crawler and humans are untouched.
+    // The file source is read again at the reload: GPTBot's new range.
+    std::fs::write(
+        &openai,
+        br#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#,
+    )
+    .expect("rewrite");
     proxy.rewrite(&toml("block"));
     proxy.reload().await.expect("reload");
+    let (res, seen) = from(&proxy, &upstream, "198.51.100.4", GPTBOT, "/reread", "").await;
+    assert_eq!(res.status, 200);
+    assert_eq!(
+        told(&seen).1.as_deref(),
+        Some("ip"),
+        "the file was read again"
+    );
     for path in ["/blocked", "/robots.txt"] {
         let (res, seen) = from(&proxy, &upstream, "203.0.113.9", GOOGLEBOT, path, "").await;
         assert_eq!(res.status, 403, "{path}");

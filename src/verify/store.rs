@@ -241,7 +241,7 @@ impl RangeStore {
     /// Takes a new setup (at start and at each reload), keeping every
     /// held copy whose list and source did not change. A list new to the
     /// store starts from its copy in `state_dir`, if there is a good one;
-    /// a local file is read now. Blocking file I/O: call it off the event
+    /// a local file is read again now. Blocking file I/O: call it off the event
     /// loop. `None` (verification off) drops everything. (The state
     /// folder was checked when the setup was built: [`check_state_dir`].)
     pub fn configure(&self, setup: Option<Setup>) {
@@ -258,8 +258,8 @@ impl RangeStore {
             inner.held.drain(..).map(|h| (h.name.clone(), h)).collect();
         let mut held = Vec::with_capacity(setup.operators.lists.len());
         for (spec, source) in setup.operators.lists.iter().zip(&setup.sources) {
-            match old.remove(&spec.name) {
-                Some(h) if h.source == *source => held.push(h),
+            let mut h = match old.remove(&spec.name) {
+                Some(h) if h.source == *source => h,
                 _ => {
                     let mut h = Held {
                         name: spec.name.clone(),
@@ -272,17 +272,18 @@ impl RangeStore {
                     if let Some(dir) = &setup.state_dir {
                         load_state_copy(dir, &mut h);
                     }
-                    if let Source::File(path) = source {
-                        let outcome = std::fs::read(path).map_err(|e| e.to_string());
-                        if let Taken::Failed(why) =
-                            self.take(&mut h, outcome, None, SystemTime::now())
-                        {
-                            log_failed(&[why]);
-                        }
-                    }
-                    held.push(h);
+                    h
+                }
+            };
+            // A local file is read at every load: a reload is how an
+            // operator says "I changed it" (a bad file keeps the old copy).
+            if let Source::File(path) = source {
+                let outcome = std::fs::read(path).map_err(|e| e.to_string());
+                if let Taken::Failed(why) = self.take(&mut h, outcome, None, SystemTime::now()) {
+                    log_failed(&[why]);
                 }
             }
+            held.push(h);
         }
         inner.held = held;
         inner.setup = Some(setup);
