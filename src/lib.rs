@@ -44,6 +44,8 @@
 //!   running state and its reload; [`run`]: the one entry that binds,
 //!   serves and obeys control events (reload, drain, exit), used by `main`
 //!   (which maps signals to them), `demo` and the tests.
+//! * [`sitemap`]: sitemap sets written whole, then renamed into place
+//!   (the first part of sitemap generation; not yet wired to a command).
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
@@ -69,6 +71,7 @@ pub mod run;
 pub mod server;
 pub mod service;
 pub mod shed;
+pub mod sitemap;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;

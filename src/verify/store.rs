@@ -694,8 +694,8 @@ impl Fetcher {
         Self::with_tls(Arc::clone(&self.tls))
     }
 
-    /// The body of `url`, after at most [`MAX_REDIRECTS`] redirects, on a
-    /// 200 only, within [`FETCH_TIMEOUT`] and [`MAX_LIST_BYTES`].
+    /// The body of `url`, after at most 3 redirects, on a 200 only,
+    /// within 30 s and 8 MiB.
     pub async fn get(&self, url: &str) -> Result<Vec<u8>, String> {
         tokio::time::timeout(
             FETCH_TIMEOUT,
@@ -706,7 +706,7 @@ impl Fetcher {
     }
 
     /// The body of the `https://` `url` itself: no redirect followed, a
-    /// 200 only, within [`FETCH_TIMEOUT`] and `max_bytes` (key directories).
+    /// 200 only, within 30 s and `max_bytes` (key directories).
     pub async fn get_exact(&self, url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
         if !url.starts_with("https://") {
             return Err(format!("{url}: not https"));
