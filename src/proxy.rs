@@ -30,8 +30,7 @@ use hyper_util::client::legacy::{self, Client};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use ipnet::IpNet;
 use rustls::RootCertStore;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::ServerName;
 use tokio::time::Instant;
 
 use crate::cache::Fill;
@@ -303,10 +302,7 @@ impl Upstream {
             // Never used: an http:// upstream makes no TLS connection.
             RootCertStore::empty()
         };
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let tls = crate::tls::client_config(roots)?;
         let builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http();
@@ -607,19 +603,12 @@ fn upstream_roots(ca_file: Option<&std::path::Path>) -> Result<RootCertStore, Up
     let mut roots = RootCertStore::empty();
     match ca_file {
         Some(path) => {
-            let ca = |message: String| UpstreamTlsError::Ca {
-                path: path.to_owned(),
-                message,
-            };
-            let certs = CertificateDer::pem_file_iter(path)
-                .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                .map_err(|e| ca(e.to_string()))?;
-            if certs.is_empty() {
-                return Err(ca("no CERTIFICATE block".to_owned()));
-            }
-            for cert in certs {
-                roots.add(cert).map_err(|e| ca(e.to_string()))?;
-            }
+            crate::tls::add_pem_roots(&mut roots, path).map_err(|message| {
+                UpstreamTlsError::Ca {
+                    path: path.to_owned(),
+                    message,
+                }
+            })?;
         }
         None => {
             let found = rustls_native_certs::load_native_certs();

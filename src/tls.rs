@@ -511,6 +511,33 @@ pub fn provider() -> CryptoProvider {
     rustls::crypto::ring::default_provider()
 }
 
+/// A TLS client (TLS 1.3 and 1.2, [`provider`]) trusting `roots`: the
+/// upstream's client and the one that fetches crawler range lists and key
+/// directories.
+pub fn client_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig, rustls::Error> {
+    Ok(
+        rustls::ClientConfig::builder_with_provider(Arc::new(provider()))
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// Adds every certificate of the PEM file at `path` to `roots`; why not,
+/// as text, when the file cannot be read, holds a bad block, or none.
+pub fn add_pem_roots(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| e.to_string())?;
+    if certs.is_empty() {
+        return Err("no CERTIFICATE block".to_owned());
+    }
+    for cert in certs {
+        roots.add(cert).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The SNI resolver of the TLS listener; its store is swapped on reload.
 #[derive(Debug)]
 pub struct Certs {

@@ -650,27 +650,14 @@ impl Fetcher {
         let found = rustls_native_certs::load_native_certs();
         roots.add_parsable_certificates(found.certs);
         if let Some(path) = extra_roots {
-            let bad = |message: String| FetcherError::CaFile {
-                path: path.to_owned(),
-                message,
-            };
-            let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-            let mut added = 0;
-            for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(&pem) {
-                let cert: rustls_pki_types::CertificateDer<'static> =
-                    cert.map_err(|e| bad(e.to_string()))?;
-                roots.add(cert).map_err(|e| bad(e.to_string()))?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(bad("no CERTIFICATE block".to_owned()));
-            }
+            crate::tls::add_pem_roots(&mut roots, path).map_err(|message| {
+                FetcherError::CaFile {
+                    path: path.to_owned(),
+                    message,
+                }
+            })?;
         }
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        Ok(Self::with_tls(Arc::new(tls)))
+        Ok(Self::with_tls(Arc::new(crate::tls::client_config(roots)?)))
     }
 
     fn with_tls(tls: Arc<rustls::ClientConfig>) -> Self {
