@@ -494,11 +494,13 @@ async fn respond(
                 uri: req.uri(),
                 headers: req.headers(),
             };
-            let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
+            // The client's address (through the trusted proxies) only for a
+            // claim or a signature: humans never pay for it.
+            let client = || shared.upstream.client_addr(conn.peer.ip(), req.headers());
             let robot = (verdict.class == UaClass::Bot)
                 .then_some(user_agent)
                 .flatten();
-            verify_request(&shared.observer.ranges, verify, &request, robot, client).await
+            verify_request(&shared.observer.ranges, verify, &request, robot, &client).await
         }
         None => match (verdict.class, user_agent) {
             (UaClass::Bot, Some(ua)) if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
@@ -728,7 +730,7 @@ async fn verify_request(
     verify: &Verify,
     request: &signature::Request<'_>,
     robot: Option<&[u8]>,
-    client: IpAddr,
+    client: &(dyn Fn() -> IpAddr + Sync),
 ) -> (Option<Identity>, Option<AiKind>) {
     if let Some(checker) = verify
         .signatures
@@ -758,7 +760,7 @@ async fn verify_request(
                 set.count(claim.map(|c| c.operator), Identity::Spoofed);
                 if let Some(suppressed) = SPOOFED.admit() {
                     tracing::warn!(
-                        client = %client,
+                        client = %client(),
                         why,
                         suppressed,
                         "spoofed crawler: a Web Bot Auth signature that does not verify",
@@ -778,19 +780,21 @@ async fn verify_request(
     }
 }
 
-/// What verification says of a robot's User-Agent `ua` from `client`, and
-/// the kind of AI crawler it claims to be: `None` when it claims no
-/// operator. Counted per operator and result; a spoofed claim is logged
+/// What verification says of a robot's User-Agent `ua` from `client` (the
+/// address, asked only once the User-Agent claims an operator), and the
+/// kind of AI crawler it claims to be: `None` when it claims no operator.
+/// Counted per operator and result; a spoofed claim is logged
 /// (rate-limited).
 async fn verify_claim(
     store: &RangeStore,
     verify: &Verify,
     ua: &[u8],
-    client: IpAddr,
+    client: &(dyn Fn() -> IpAddr + Sync),
 ) -> Option<(Identity, Option<AiKind>)> {
-    let (step, operators, claim) = {
+    let (step, operators, claim, client) = {
         let set = store.current();
         let claim = set.operators.claim(ua)?;
+        let client = client();
         let found = set.table.lookup(client);
         let step = by_ranges(&claim, found, set.loaded, verify.dns.is_some());
         match step {
@@ -802,7 +806,7 @@ async fn verify_claim(
                 return Some((identity, claim.ai));
             }
             // Kept past the await: the set's operators, not the guard.
-            Step::AskDns => (step, Arc::clone(&set.operators), claim),
+            Step::AskDns => (step, Arc::clone(&set.operators), claim, client),
         }
     };
     debug_assert_eq!(step, Step::AskDns);
