@@ -88,29 +88,24 @@ def main() -> int:
                 f"{ratio(med(mine, 'crawlgate', 'p99'), med(base, 'crawlgate-baseline', 'p99'))} |"
             )
 
-    if any(p == "crawlgate-protect" for _, p in runs):
-        print("\nShedding and the robots cache on (crawlgate-protect) against off (crawlgate), side by side:\n")
+    def on_off(proxy, title):
+        """A configuration against crawlgate with it off, side by side."""
+        if not any(p == proxy for _, p in runs):
+            return
+        print(f"\n{title} on ({proxy}) against off (crawlgate), side by side:\n")
         print("| scenario | CPU/req on ÷ off | req/s on ÷ off | p99 on ÷ off |")
         print("| --- | ---: | ---: | ---: |")
         for name in ["pass", "mixed", "mixed-logged", "robots"]:
-            print(
-                f"| {name} | {ratio(med(name, 'crawlgate-protect', 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
-                f"{ratio(med(name, 'crawlgate-protect', 'rps'), med(name, 'crawlgate', 'rps'))} | "
-                f"{ratio(med(name, 'crawlgate-protect', 'p99'), med(name, 'crawlgate', 'p99'))} |"
-            )
-
-    if any(p == "crawlgate-verify" for _, p in runs):
-        print("\nCrawler verification on (crawlgate-verify) against off (crawlgate), side by side:\n")
-        print("| scenario | CPU/req on ÷ off | req/s on ÷ off | p99 on ÷ off |")
-        print("| --- | ---: | ---: | ---: |")
-        for name in ["pass", "mixed", "mixed-logged", "robots"]:
-            if (name, "crawlgate-verify") not in runs:
+            if (name, proxy) not in runs:
                 continue
             print(
-                f"| {name} | {ratio(med(name, 'crawlgate-verify', 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
-                f"{ratio(med(name, 'crawlgate-verify', 'rps'), med(name, 'crawlgate', 'rps'))} | "
-                f"{ratio(med(name, 'crawlgate-verify', 'p99'), med(name, 'crawlgate', 'p99'))} |"
+                f"| {name} | {ratio(med(name, proxy, 'cpu'), med(name, 'crawlgate', 'cpu'))} | "
+                f"{ratio(med(name, proxy, 'rps'), med(name, 'crawlgate', 'rps'))} | "
+                f"{ratio(med(name, proxy, 'p99'), med(name, 'crawlgate', 'p99'))} |"
             )
+
+    on_off("crawlgate-protect", "Shedding and the robots cache")
+    on_off("crawlgate-verify", "Crawler verification")
 
     print("\n## Memory and streaming\n")
     want = stream_mib * 1024 * 1024
