@@ -148,24 +148,19 @@ async fn lookup(resolver: &TokioResolver, ip: IpAddr) -> (DnsAnswer, Duration) {
         return (DnsAnswer::NoName, ttl_between(None));
     };
     let text = name.to_ascii();
-    let forward = match ip {
-        IpAddr::V4(v4) => resolver.ipv4_lookup(name).await.map(|l| {
-            let ttl = l.answers().iter().map(|r| r.ttl).min();
-            let back = l
-                .answers()
-                .iter()
-                .any(|r| matches!(&r.data, RData::A(a) if a.0 == v4));
-            (back, ttl)
-        }),
-        IpAddr::V6(v6) => resolver.ipv6_lookup(name).await.map(|l| {
-            let ttl = l.answers().iter().map(|r| r.ttl).min();
-            let back = l
-                .answers()
-                .iter()
-                .any(|r| matches!(&r.data, RData::AAAA(a) if a.0 == v6));
-            (back, ttl)
-        }),
+    let looked_up = match ip {
+        IpAddr::V4(_) => resolver.ipv4_lookup(name).await,
+        IpAddr::V6(_) => resolver.ipv6_lookup(name).await,
     };
+    let forward = looked_up.map(|l| {
+        let ttl = l.answers().iter().map(|r| r.ttl).min();
+        let back = l.answers().iter().any(|r| match (&r.data, ip) {
+            (RData::A(a), IpAddr::V4(v4)) => a.0 == v4,
+            (RData::AAAA(a), IpAddr::V6(v6)) => a.0 == v6,
+            _ => false,
+        });
+        (back, ttl)
+    });
     let (resolves_back, forward_ttl) = match forward {
         Ok(found) => found,
         Err(e) if e.is_no_records_found() || e.is_nx_domain() => (false, None),
