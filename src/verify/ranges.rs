@@ -102,12 +102,12 @@ impl PrefixTable {
 
     /// The table of `lists` (list `i` is bit `i`); lists past
     /// [`Self::MAX_LISTS`] are left out.
-    pub fn new(lists: &[Vec<IpNet>]) -> Self {
+    pub fn new<L: AsRef<[IpNet]>>(lists: &[L]) -> Self {
         let mut v4 = Vec::new();
         let mut v6 = Vec::new();
         for (i, nets) in lists.iter().take(Self::MAX_LISTS).enumerate() {
             let bit = 1 << i;
-            for net in nets {
+            for net in nets.as_ref() {
                 match net {
                     IpNet::V4(n) => {
                         v4.push((u32::from(n.network()), u32::from(n.broadcast()), bit))
@@ -339,7 +339,7 @@ mod tests {
         let all = PrefixTable::new(&[nets(&["0.0.0.0/0", "::/0"])]);
         assert_eq!(all.lookup(v4(8, 8, 8, 8)), 1);
         assert_eq!(all.lookup(v6("ffff::1")), 1);
-        assert!(PrefixTable::new(&[]).is_empty());
+        assert!(PrefixTable::new::<Vec<IpNet>>(&[]).is_empty());
     }
 
     /// Against a linear scan of the prefixes, on many addresses.

@@ -305,16 +305,17 @@ impl RangeStore {
             return;
         };
         let mut loaded: Lists = 0;
-        let lists: Vec<Vec<IpNet>> = inner
+        // Borrowed, not copied: the table is built from the held copies.
+        let lists: Vec<&[IpNet]> = inner
             .held
             .iter()
             .enumerate()
             .map(|(i, h)| match &h.nets {
                 Some(nets) => {
                     loaded |= 1 << i;
-                    nets.as_ref().clone()
+                    nets.as_slice()
                 }
-                None => Vec::new(),
+                None => &[],
             })
             .collect();
         let set = RangeSet::new(
