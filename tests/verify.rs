@@ -290,6 +290,20 @@ async fn from(
     (res, seen)
 }
 
+/// The verdict the upstream was told of a GET of `path` from `client` as
+/// `ua`, forwarded with 200.
+async fn verdict(
+    proxy: &Proxy,
+    upstream: &Upstream,
+    client: &str,
+    ua: &str,
+    path: &str,
+) -> Option<String> {
+    let (res, seen) = from(proxy, upstream, client, ua, path, "").await;
+    assert_eq!(res.status, 200, "{client} {ua} {path}");
+    told(&seen).1
+}
+
 /// (client, User-Agent, what the upstream is told: class, verified).
 type Case<'a> = (&'a str, &'a str, (Option<&'a str>, Option<&'a str>));
 
@@ -350,16 +364,11 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
         "google.common-crawlers loads",
         async || {
             n += 1;
-            let (_, seen) = from(
-                &proxy,
-                &upstream,
-                "66.249.66.1",
-                GOOGLEBOT,
-                &format!("/wait{n}"),
-                "",
-            )
-            .await;
-            told(&seen).1.as_deref() == Some("ip")
+            let path = format!("/wait{n}");
+            verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, &path)
+                .await
+                .as_deref()
+                == Some("ip")
         },
     )
     .await;
@@ -458,25 +467,18 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
         },
     )
     .await;
-    let (_, seen) = from(
-        &proxy,
-        &upstream,
-        "66.249.66.1",
-        GOOGLEBOT,
-        "/after-bad",
-        "",
-    )
-    .await;
     assert_eq!(
-        told(&seen).1.as_deref(),
+        verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/after-bad")
+            .await
+            .as_deref(),
         Some("ip"),
         "the good copy is kept"
     );
     assert_eq!(std::fs::read(&saved).expect("state copy"), GOOGLE_LIST);
 
-    // spoofed = "block" by reload: 403 on every URL, robots.txt too; a
-    // verified crawler and humans are untouched.
-    // The file source is read again at the reload: GPTBot's new range.
+    // A reload to spoofed = "block", with GPTBot's list file changed: the
+    // file is read again, and a spoofed claim is 403 on every URL,
+    // robots.txt too, while a verified crawler is untouched.
     std::fs::write(
         &openai,
         br#"{"prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}"#,
@@ -484,10 +486,10 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
     .expect("rewrite");
     proxy.rewrite(&toml("block"));
     proxy.reload().await.expect("reload");
-    let (res, seen) = from(&proxy, &upstream, "198.51.100.4", GPTBOT, "/reread", "").await;
-    assert_eq!(res.status, 200);
     assert_eq!(
-        told(&seen).1.as_deref(),
+        verdict(&proxy, &upstream, "198.51.100.4", GPTBOT, "/reread")
+            .await
+            .as_deref(),
         Some("ip"),
         "the file was read again"
     );
@@ -499,10 +501,7 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
             "{}",
             res.text()
         );
-        assert!(
-            seen.is_none() || path == "/robots.txt",
-            "never reaches the site"
-        );
+        assert!(seen.is_none(), "never reaches the site");
     }
     let (res, _) = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/ok", "").await;
     assert_eq!(res.status, 200, "the reload kept the loaded list");
@@ -511,17 +510,10 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
     // A restart starts from the saved copy, even with the source gone.
     lists.files.lock().expect("files").clear();
     let proxy = Proxy::start_with(&toml("log"), overrides(&upstream)).await;
-    let (_, seen) = from(
-        &proxy,
-        &upstream,
-        "66.249.66.1",
-        GOOGLEBOT,
-        "/restarted",
-        "",
-    )
-    .await;
     assert_eq!(
-        told(&seen).1.as_deref(),
+        verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/restarted")
+            .await
+            .as_deref(),
         Some("ip"),
         "verified from the saved copy at once"
     );
@@ -624,8 +616,12 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
 
     // Cached per address: a second request asks the server nothing.
     let asked = dns.asked("66.249.66.1");
-    let (_, seen) = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/cached", "").await;
-    assert_eq!(told(&seen).1.as_deref(), Some("dns"));
+    assert_eq!(
+        verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/cached")
+            .await
+            .as_deref(),
+        Some("dns")
+    );
     assert_eq!(dns.asked("66.249.66.1"), asked, "answered from the cache");
 
     // A slow answer: the request goes on unverified after the timeout
@@ -652,16 +648,12 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
     // is UDP, not a second lookup.)
     sleep(Duration::from_millis(1600)).await;
     let asked = dns.asked("198.51.100.10");
-    let (_, seen) = from(
-        &proxy,
-        &upstream,
-        "198.51.100.10",
-        GOOGLEBOT,
-        "/slow-again",
-        "",
-    )
-    .await;
-    assert_eq!(told(&seen).1.as_deref(), Some("dns"));
+    assert_eq!(
+        verdict(&proxy, &upstream, "198.51.100.10", GOOGLEBOT, "/slow-again")
+            .await
+            .as_deref(),
+        Some("dns")
+    );
     assert_eq!(
         dns.asked("198.51.100.10"),
         asked,
