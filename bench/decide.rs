@@ -121,7 +121,7 @@ fn bench_decide(c: &mut Criterion) {
 
 /// A robot's verification on the request path: find the operator its
 /// User-Agent claims, then look its address up in a table of every list
-/// (about the size of the real ones: ~1,200 prefixes, v4 and v6).
+/// (14 lists of 100 IPv4 and 100 IPv6 prefixes each: 2,800 in all).
 fn bench_verify(c: &mut Criterion) {
     use crawlgate::verify::{by_ranges, Operators, PrefixTable};
     let operators = Operators::embedded();
