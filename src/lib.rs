@@ -44,8 +44,8 @@
 //!   running state and its reload; [`run`]: the one entry that binds,
 //!   serves and obeys control events (reload, drain, exit), used by `main`
 //!   (which maps signals to them), `demo` and the tests.
-//! * [`sitemap`]: sitemap sets written whole, then renamed into place
-//!   (the first part of sitemap generation; not yet wired to a command).
+//! * [`sitemap`]: sitemap sets built from the site's data and written whole
+//!   (`crawlgate sitemap build`), their index, and the folder they live in.
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 

@@ -82,6 +82,61 @@ enum Command {
         /// The TOML file
         file: PathBuf,
     },
+    /// Build sitemaps from the site's data, index them, or convert a static export
+    #[command(subcommand)]
+    Sitemap(SitemapCommand),
+}
+
+#[derive(Subcommand)]
+enum SitemapCommand {
+    /// Read entries (id, lastmod, address per language; TSV or JSON lines)
+    /// and replace the set <prefix>-<bucket>.xml in DIR, all files at once
+    Build {
+        /// Folder to write the set into (crawlgate's --sitemap-dir)
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// The site's fixed address; relative addresses are joined to it
+        #[arg(long, value_name = "URL")]
+        base_url: String,
+        /// File name prefix of the set
+        #[arg(long, value_name = "NAME", default_value = "sitemap")]
+        prefix: String,
+        /// Languages of an entry's addresses, in order (hreflang alternates), e.g. cs,en
+        #[arg(long, value_name = "LIST")]
+        languages: Option<String>,
+        /// Read entries from FILE [default: stdin]
+        #[arg(long, value_name = "FILE")]
+        input: Option<PathBuf>,
+        /// Offset of lastmod times written without one [default: Z (UTC)]
+        #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+        utc_offset: Option<String>,
+        /// Print the files and URL counts it would write, as JSON; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Accept an input without entries (removes the set) instead of refusing it
+        #[arg(long)]
+        allow_empty: bool,
+        /// Print nothing on success (for cron)
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Write DIR/sitemap.xml, the index of the sitemap-*.xml files in DIR
+    Index {
+        /// The sitemap folder
+        dir: PathBuf,
+        /// The site's address; files are listed at <base-url>/sitemaps/<file>
+        #[arg(long, value_name = "URL")]
+        base_url: String,
+        /// Where the files are served instead, for sites that serve them elsewhere
+        #[arg(long, value_name = "URL")]
+        files_url: Option<String>,
+        /// Also list the <NAME>-*.xml files of another set (repeatable)
+        #[arg(long, value_name = "NAME")]
+        prefix: Vec<String>,
+        /// Print nothing on success (for cron)
+        #[arg(long, short)]
+        quiet: bool,
+    },
 }
 
 /// A flag value that must be an address: a bad one is a bad flag (exit 2).
@@ -106,6 +161,7 @@ fn main() -> ExitCode {
         Some(Command::Demo { listen }) => run_demo(listen),
         Some(Command::Classify { explain, rules }) => classify(explain, rules),
         Some(Command::CheckConfig { file }) => check_config(&file),
+        Some(Command::Sitemap(command)) => sitemap(command),
     }
 }
 
@@ -236,6 +292,127 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             ExitCode::from(EXIT_CONFIG)
         }
     }
+}
+
+/// Exit code for input data that cannot be used (EX_DATAERR).
+const EXIT_DATA: u8 = 65;
+
+fn sitemap(command: SitemapCommand) -> ExitCode {
+    use crawlgate::sitemap::build::{self, BuildError, Options, Target};
+    use crawlgate::sitemap::{index, SetWriter};
+    match command {
+        SitemapCommand::Build {
+            dir,
+            base_url,
+            prefix,
+            languages,
+            input,
+            utc_offset,
+            dry_run,
+            allow_empty,
+            quiet,
+        } => {
+            let options = Options::new(
+                &base_url,
+                &prefix,
+                languages.as_deref(),
+                utc_offset.as_deref(),
+            );
+            let mut options = match options {
+                Ok(options) => options,
+                Err(err) => return fail(EXIT_CONFIG, &err),
+            };
+            options.allow_empty = allow_empty;
+            let target = match SetWriter::new(&dir, &options.prefix) {
+                Ok(_) if dry_run => Target::DryRun(&dir),
+                Ok(set) => Target::Write(set),
+                Err(err) => return fail(EXIT_CONFIG, &err),
+            };
+            let (name, mut reader): (String, Box<dyn io::BufRead>) = match &input {
+                None => ("stdin".to_owned(), Box::new(io::stdin().lock())),
+                Some(path) => match std::fs::File::open(path) {
+                    Ok(f) => (
+                        path.display().to_string(),
+                        Box::new(BufReader::with_capacity(256 * 1024, f)),
+                    ),
+                    Err(err) => return fail(EXIT_CONFIG, &format!("{}: {err}", path.display())),
+                },
+            };
+            match build::build(&options, &name, &mut reader, target) {
+                Ok(report) if dry_run => {
+                    let mut out = io::stdout().lock();
+                    match build::write_json(&report, &mut out) {
+                        Ok(()) => ExitCode::SUCCESS,
+                        Err(err) => fail(1, &err),
+                    }
+                }
+                Ok(report) => {
+                    if !quiet {
+                        let n = report.files.len();
+                        let mut line = format!(
+                            "{}: {n} file{}, {} URLs from {} entries",
+                            dir.display(),
+                            if n == 1 { "" } else { "s" },
+                            report.urls,
+                            report.entries
+                        );
+                        if !report.unchanged.is_empty() {
+                            line.push_str(&format!(", {} unchanged", report.unchanged.len()));
+                        }
+                        if !report.removed.is_empty() {
+                            line.push_str(&format!("; removed {}", report.removed.join(" ")));
+                        }
+                        println!("{line}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err @ (BuildError::Line { .. } | BuildError::Empty(_))) => {
+                    fail(EXIT_DATA, &err)
+                }
+                Err(err) => fail(1, &err),
+            }
+        }
+        SitemapCommand::Index {
+            dir,
+            base_url,
+            files_url,
+            prefix,
+            quiet,
+        } => {
+            let files = match index::files_base(&base_url, files_url.as_deref()) {
+                Ok(files) => files,
+                Err(err) => return fail(EXIT_CONFIG, &err),
+            };
+            let mut prefixes = vec!["sitemap".to_owned()];
+            prefixes.extend(prefix.into_iter().filter(|p| p != "sitemap"));
+            match index::write_index(&dir, &files, &prefixes) {
+                Ok(report) => {
+                    for name in &report.skipped {
+                        eprintln!(
+                            "crawlgate: warning: {name}: not a urlset, left out of the index"
+                        );
+                    }
+                    if !quiet {
+                        let state = if report.unchanged { " (unchanged)" } else { "" };
+                        let n = report.listed.len();
+                        println!(
+                            "{}: lists {n} file{}{state}",
+                            dir.join(crawlgate::sitemap::INDEX_NAME).display(),
+                            if n == 1 { "" } else { "s" },
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(err @ index::IndexError::Url { .. }) => fail(EXIT_CONFIG, &err),
+                Err(err) => fail(1, &err),
+            }
+        }
+    }
+}
+
+fn fail(code: u8, err: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("crawlgate: error: {err}");
+    ExitCode::from(code)
 }
 
 fn finish(result: anyhow::Result<()>) -> ExitCode {

@@ -20,6 +20,7 @@ use http::header::HeaderValue;
 
 use crate::canonical::split_authority;
 use crate::config::AiConfig;
+use crate::sitemap::{INDEX_NAME, SERVED_PATH};
 use crate::validators::etag_of;
 use crate::verify::{AiKind, Operators};
 
@@ -73,7 +74,7 @@ impl Robots {
             etag: etag_of(&body),
             body,
             built: whole_seconds(SystemTime::now()),
-            sitemap: sitemap_dir.map(|dir| SitemapProbe::new(dir.join("sitemap.xml"))),
+            sitemap: sitemap_dir.map(|dir| SitemapProbe::new(dir.join(INDEX_NAME))),
         }
     }
 
@@ -161,7 +162,9 @@ impl Robots {
                 body.extend_from_slice(scheme.as_bytes());
                 body.extend_from_slice(b"://");
                 body.extend_from_slice(authority.to_ascii_lowercase().as_bytes());
-                body.extend_from_slice(b"/sitemaps/sitemap.xml\n");
+                body.extend_from_slice(SERVED_PATH.as_bytes());
+                body.extend_from_slice(INDEX_NAME.as_bytes());
+                body.push(b'\n');
                 Bytes::from(body)
             }
             _ => self.body.clone(),

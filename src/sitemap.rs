@@ -1,4 +1,5 @@
-//! Sitemaps (issue 15), part one: replacing a whole set of files at once.
+//! Sitemaps: sets of files built from the site's data ([`build`]), the
+//! index ([`index`]), and replacing a whole set at once ([`SetWriter`]).
 //!
 //! A crawler may read any sitemap file at any instant, and a cron job that
 //! writes in place lets it read half a file; a failure half-way through a
@@ -12,9 +13,9 @@
 //! [`SetWriter::commit`], removes only its own temporary files: the
 //! previous set stays whole. Each rename replaces one file atomically, so a
 //! reader sees the complete old or the complete new file under every name.
-//!
-//! Not yet here: building the urlset files from entries, the index, the
-//! static-export conversion and serving (the rest of issue 15).
+//! A file whose new content is byte for byte the one in place is left
+//! alone, date included, so that crawlers' conditional requests keep
+//! getting 304 for what did not change.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Permissions};
@@ -23,6 +24,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
+
+pub mod build;
+pub mod index;
+pub mod lastmod;
+
+/// Where crawlgate serves the sitemap folder: `GET /sitemaps/<name>`.
+/// robots.txt's `Sitemap:` line, the index's addresses and the server
+/// all take it from here.
+pub const SERVED_PATH: &str = "/sitemaps/";
+/// The index's name in the folder; robots.txt advertises it while it
+/// exists.
+pub const INDEX_NAME: &str = "sitemap.xml";
 
 /// The mode of every file of a set: the owner and its group write, every
 /// process (the web server) reads.
@@ -67,7 +80,9 @@ struct Pending {
 /// when every file is complete.
 pub struct SetWriter {
     dir: PathBuf,
-    prefix: String,
+    /// The set's prefix, whose stale numbered files a commit removes
+    /// (`None`: a set of named files only, like the index).
+    prefix: Option<String>,
     files: Vec<Pending>,
 }
 
@@ -78,6 +93,8 @@ pub struct Committed {
     pub written: Vec<String>,
     /// Stale numbered files of the prefix removed.
     pub removed: Vec<String>,
+    /// Files written whose content was already in place, left alone.
+    pub unchanged: Vec<String>,
 }
 
 impl SetWriter {
@@ -92,8 +109,32 @@ impl SetWriter {
         }
         Ok(Self {
             dir: dir.to_owned(),
-            prefix: prefix.to_owned(),
+            prefix: Some(prefix.to_owned()),
             files: Vec::new(),
+        })
+    }
+
+    /// A set of named files in `dir` that removes nothing else (the
+    /// index).
+    pub fn named(dir: &Path) -> Result<Self, SetError> {
+        let mut set = Self::new(dir, "sitemap")?;
+        set.prefix = None;
+        Ok(set)
+    }
+
+    /// Appends to the file created last.
+    pub fn write_current(&mut self, bytes: &[u8]) -> Result<(), SetError> {
+        use std::io::Write;
+        let Some(file) = self.files.last_mut() else {
+            return Err(SetError::Io {
+                path: self.dir.clone(),
+                source: io::Error::other("no file created"),
+            });
+        };
+        let path = &self.dir;
+        file.temp.write_all(bytes).map_err(|source| SetError::Io {
+            path: path.join(&file.name),
+            source,
         })
     }
 
@@ -140,25 +181,76 @@ impl SetWriter {
         let mut committed = Committed::default();
         for (name, temp) in ready {
             let path = dir.join(&name);
-            temp.persist(&path).map_err(|e| io_error(&path)(e.error))?;
+            if same_content(temp.as_file(), &path).map_err(io_error(&path))? {
+                // Dropping the temporary file removes it.
+                committed.unchanged.push(name.clone());
+            } else {
+                temp.persist(&path).map_err(|e| io_error(&path)(e.error))?;
+            }
             committed.written.push(name);
         }
-        for entry in fs::read_dir(&dir).map_err(io_error(&dir))? {
-            let entry = entry.map_err(io_error(&dir))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if is_numbered(&prefix, &name) && !written.contains(&name) {
-                let path = entry.path();
-                if path.is_file() {
-                    fs::remove_file(&path).map_err(io_error(&path))?;
-                    committed.removed.push(name);
-                }
-            }
+        let Some(prefix) = prefix else {
+            return sync_dir(&dir).map(|()| committed);
+        };
+        for name in stale(&dir, &prefix, &written)? {
+            let path = dir.join(&name);
+            fs::remove_file(&path).map_err(io_error(&path))?;
+            committed.removed.push(name);
         }
         committed.removed.sort();
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io_error(&dir))?;
+        sync_dir(&dir)?;
         Ok(committed)
+    }
+}
+
+/// The numbered files of `prefix` in `dir` that `keep` does not name:
+/// what a commit of the set `keep` removes.
+pub fn stale(dir: &Path, prefix: &str, keep: &BTreeSet<String>) -> Result<Vec<String>, SetError> {
+    let mut stale = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
+        let entry = entry.map_err(io_error(dir))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if is_numbered(prefix, &name) && !keep.contains(&name) && entry.path().is_file() {
+            stale.push(name);
+        }
+    }
+    stale.sort();
+    Ok(stale)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), SetError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Whether the regular file at `path` holds exactly what `new` holds.
+fn same_content(new: &File, path: &Path) -> io::Result<bool> {
+    use std::io::{Read, Seek};
+    let old = match File::open(path) {
+        Ok(old) => old,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let meta = old.metadata()?;
+    if !meta.is_file() || meta.len() != new.metadata()?.len() {
+        return Ok(false);
+    }
+    let mut new = new;
+    new.rewind()?;
+    let (mut old, mut new) = (io::BufReader::new(old), io::BufReader::new(new));
+    let (mut a, mut b) = (vec![0; 64 * 1024], vec![0; 64 * 1024]);
+    loop {
+        let n = old.read(&mut a)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        new.read_exact(&mut b[..n])?;
+        if a[..n] != b[..n] {
+            return Ok(false);
+        }
     }
 }
 
@@ -172,7 +264,7 @@ pub fn is_numbered(prefix: &str, name: &str) -> bool {
         })
 }
 
-fn check_name(name: &str) -> Result<(), SetError> {
+pub(crate) fn check_name(name: &str) -> Result<(), SetError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && !name.starts_with('.')
