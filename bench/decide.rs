@@ -84,6 +84,7 @@ fn bench_decide(c: &mut Criterion) {
         shed: None,
         spoofed: crawlgate::config::Spoofed::Log,
         ai: None,
+        sitemaps: false,
     };
     // (host, path, query, UA index): page views, an action, a redirect, robots.
     let requests: &[(&str, &str, Option<&str>, usize)] = &[

@@ -103,6 +103,11 @@ fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
     }
 }
 
+/// `Cache-Control` of the sitemap files served, unless configured: an
+/// hour (they change when a build runs; a conditional request costs
+/// little).
+pub const DEFAULT_SITEMAP_CACHE_CONTROL: &str = "max-age=3600";
+
 /// The file as written. Every key is optional; `None` means "default".
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +118,8 @@ pub struct RawConfig {
     pub upstream: Option<String>,
     /// Folder holding `sitemap.xml`; enables the robots.txt `Sitemap:` line.
     pub sitemap_dir: Option<PathBuf>,
+    /// `Cache-Control` of the sitemap files served.
+    pub sitemap_cache_control: Option<String>,
     /// Folder replacing the embedded rules.
     pub rules_dir: Option<PathBuf>,
     /// `[proxy]`
@@ -416,6 +423,8 @@ pub struct Config {
     pub upstream: Upstream,
     /// Folder holding `sitemap.xml`, if any.
     pub sitemap_dir: Option<PathBuf>,
+    /// `Cache-Control` of the sitemap files served.
+    pub sitemap_cache_control: HeaderValue,
     /// Folder replacing the embedded rules, if any.
     pub rules_dir: Option<PathBuf>,
     /// Forwarding behaviour.
@@ -687,6 +696,7 @@ impl Config {
             listen,
             upstream,
             sitemap_dir,
+            sitemap_cache_control,
             rules_dir,
             proxy,
             block,
@@ -965,11 +975,24 @@ impl Config {
         }
 
         let sitemap_dir = overrides.sitemap_dir.clone().or(sitemap_dir);
+        let sitemap_cache_control = match sitemap_cache_control {
+            None => HeaderValue::from_static(DEFAULT_SITEMAP_CACHE_CONTROL),
+            Some(value) => HeaderValue::from_str(&value)
+                .ok()
+                .filter(|_| !value.trim().is_empty())
+                .ok_or_else(|| {
+                    invalid(
+                        "sitemap_cache_control",
+                        format!("{value:?} is not a Cache-Control value like \"max-age=3600\""),
+                    )
+                })?,
+        };
         let rules_dir = overrides.rules_dir.clone().or(rules_dir);
         Ok(Config {
             restart,
             upstream,
             sitemap_dir,
+            sitemap_cache_control,
             rules_dir,
             proxy,
             blocked_params,
@@ -2041,6 +2064,7 @@ mod tests {
             "listen",
             "upstream",
             "sitemap_dir",
+            "sitemap_cache_control",
             "rules_dir",
             "[proxy]",
             "preserve_host",

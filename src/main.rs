@@ -137,6 +137,31 @@ enum SitemapCommand {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// A sitemap of a static export: one URL per *.html page below PUBLIC_DIR
+    FromDir {
+        /// The exported site's folder
+        public_dir: PathBuf,
+        /// The site's bare address, scheme://host[:port]
+        #[arg(long, value_name = "URL")]
+        origin: String,
+        /// Output format
+        #[arg(long, value_enum, default_value = "xml")]
+        format: ExportFormat,
+        /// Write to FILE, replaced whole (split into FILE's index and parts when too big) [default: stdout]
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Print nothing on success (for cron)
+        #[arg(long, short)]
+        quiet: bool,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    /// A sitemaps.org urlset
+    Xml,
+    /// One URL per line
+    Txt,
 }
 
 /// A flag value that must be an address: a bad one is a bad flag (exit 2).
@@ -407,6 +432,50 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                 Err(err) => fail(1, &err),
             }
         }
+        SitemapCommand::FromDir {
+            public_dir,
+            origin,
+            format,
+            out,
+            quiet,
+        } => sitemap_from_dir(&public_dir, &origin, format, out.as_deref(), quiet),
+    }
+}
+
+fn sitemap_from_dir(
+    public_dir: &std::path::Path,
+    origin: &str,
+    format: ExportFormat,
+    out: Option<&std::path::Path>,
+    quiet: bool,
+) -> ExitCode {
+    use crawlgate::sitemap::export::{self, ExportError, Format};
+    let origin = match export::parse_origin(origin) {
+        Ok(origin) => origin,
+        Err(err) => return fail(EXIT_CONFIG, &err),
+    };
+    let format = match format {
+        ExportFormat::Xml => Format::Xml,
+        ExportFormat::Txt => Format::Txt,
+    };
+    let written = export::page_urls(public_dir, &origin)
+        .and_then(|urls| export::write(&urls, format, out, public_dir, &origin));
+    match written {
+        Ok(written) => {
+            if let (Some(out), false) = (out, quiet) {
+                let parts = written.files.len().saturating_sub(1);
+                let split = if parts > 0 {
+                    format!(" (an index of {parts} files)")
+                } else {
+                    String::new()
+                };
+                println!("{}: {} URLs{split}", out.display(), written.urls);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err @ (ExportError::Empty(_) | ExportError::TooBig { .. })) => fail(EXIT_DATA, &err),
+        Err(err @ ExportError::Out(..)) => fail(EXIT_CONFIG, &err),
+        Err(err) => fail(1, &err),
     }
 }
 

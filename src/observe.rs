@@ -53,11 +53,13 @@ pub enum Route {
     Shed,
     /// A robot answered from the robots cache.
     Cache,
+    /// A file of the sitemap folder (or 404 for none).
+    Sitemap,
 }
 
 impl Route {
     /// Every route, in declaration order (`route as usize` indexes it).
-    pub const ALL: [Route; 7] = [
+    pub const ALL: [Route; 8] = [
         Route::Forward,
         Route::Block,
         Route::Redirect,
@@ -65,10 +67,11 @@ impl Route {
         Route::Reject,
         Route::Shed,
         Route::Cache,
+        Route::Sitemap,
     ];
 
     /// The label: `forward`, `block`, `redirect`, `robots`, `reject`,
-    /// `shed`, `cache`.
+    /// `shed`, `cache`, `sitemap`.
     pub fn as_str(self) -> &'static str {
         match self {
             Route::Forward => "forward",
@@ -78,6 +81,7 @@ impl Route {
             Route::Reject => "reject",
             Route::Shed => "shed",
             Route::Cache => "cache",
+            Route::Sitemap => "sitemap",
         }
     }
 }

@@ -11,7 +11,8 @@
 //! 2. a bot asking for an action URL is blocked (before anything else, so a
 //!    robot cannot reach an action through a redirect either);
 //! 3. a non-canonical address is redirected, both fixes in one hop;
-//! 4. `GET|HEAD /robots.txt` is answered by the proxy;
+//! 4. `GET|HEAD /robots.txt` is answered by the proxy, and so is
+//!    `GET|HEAD /sitemaps/<name>` when there is a sitemap folder;
 //! 5. a robot's request that the robots cache holds fresh is answered from
 //!    it ([`crate::cache`]; the lookup is handed in as a [`CacheProbe`],
 //!    asked only here, only for robots);
@@ -27,6 +28,7 @@ use crate::cache::Cached;
 use crate::classify::{Classifier, UaClass, Verdict};
 use crate::config::{AiConfig, RedirectConfig, Spoofed};
 use crate::shed::{Pressure, Shed, ShedPolicy};
+use crate::sitemap::SERVED_PATH;
 use crate::verify::{AiKind, Identity};
 use crate::{canonical, query};
 
@@ -46,6 +48,8 @@ pub struct Policy {
     pub spoofed: Spoofed,
     /// The AI-crawler policy, when stated.
     pub ai: Option<AiConfig>,
+    /// Whether `/sitemaps/` is served from a sitemap folder.
+    pub sitemaps: bool,
 }
 
 /// The facts of one request that the decision depends on, borrowed.
@@ -108,6 +112,8 @@ pub enum Decision {
     },
     /// Answer with the synthesized robots.txt.
     ServeRobots,
+    /// Answer `GET|HEAD /sitemaps/…` from the sitemap folder.
+    ServeSitemap,
     /// Answer 503 or 429 with `Retry-After`: a robot while the upstream is
     /// under pressure.
     Shed(Shed),
@@ -128,6 +134,7 @@ impl Decision {
             Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => "block",
             Decision::Redirect { .. } => "redirect",
             Decision::ServeRobots => "robots",
+            Decision::ServeSitemap => "sitemap",
             Decision::Shed(_) => "shed",
             Decision::FromCache { .. } => "cache",
             Decision::Forward => "forward",
@@ -149,8 +156,8 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
     if spoofed && policy.spoofed == Spoofed::Block {
         return Decision::BlockSpoofed;
     }
-    let robots_txt = facts.path == "/robots.txt"
-        && (facts.method == Method::GET || facts.method == Method::HEAD);
+    let read = facts.method == Method::GET || facts.method == Method::HEAD;
+    let robots_txt = read && facts.path == "/robots.txt";
     // An AI crawler the site refuses, taken at its word unless its own
     // operator's method refuted it; robots.txt stays readable, since it
     // is where the refusal is stated.
@@ -187,6 +194,9 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
 
     if robots_txt {
         return Decision::ServeRobots;
+    }
+    if policy.sitemaps && read && facts.path.starts_with(SERVED_PATH) {
+        return Decision::ServeSitemap;
     }
 
     if verdict.class == UaClass::Bot {
@@ -225,6 +235,7 @@ mod tests {
             shed: None,
             spoofed: Spoofed::Log,
             ai: None,
+            sitemaps: false,
         }
     }
 

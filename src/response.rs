@@ -8,18 +8,20 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_TYPE, ETAG, LAST_MODIFIED, LOCATION,
-    RETRY_AFTER,
+    HeaderValue, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, ETAG, LAST_MODIFIED,
+    LOCATION, RETRY_AFTER,
 };
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 
 use crate::proxy::ResponseBody;
 use crate::robots::Representation;
+use crate::sitemap::serve::{FileBody, Kind, Opened};
 use crate::validators::http_date;
 
-/// The body of every response: streamed from the upstream, or ours in full.
-pub type Body = Either<ResponseBody, Full<Bytes>>;
+/// The body of every response: streamed from the upstream, ours in full,
+/// or a sitemap file streamed from disk.
+pub type Body = Either<ResponseBody, Either<Full<Bytes>, FileBody>>;
 
 const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
@@ -27,7 +29,7 @@ const CLOSE: HeaderValue = HeaderValue::from_static("close");
 
 /// A response of `status` with all of `body` (no headers yet).
 pub fn full(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut res = Response::new(Either::Right(Full::new(body)));
+    let mut res = Response::new(Either::Right(Either::Left(Full::new(body))));
     *res.status_mut() = status;
     res
 }
@@ -112,6 +114,49 @@ pub fn not_modified(etag: HeaderValue, last_modified: Option<SystemTime>) -> Res
         res.headers_mut().insert(LAST_MODIFIED, http_date(time));
     }
     res
+}
+
+/// A sitemap file, streamed (no body for HEAD).
+pub fn sitemap_file(
+    opened: Opened,
+    kind: Kind,
+    cache_control: HeaderValue,
+    head: bool,
+) -> Response<Body> {
+    let len = opened.len;
+    let body = if head {
+        Either::Left(Full::new(Bytes::new()))
+    } else {
+        Either::Right(FileBody::new(opened.file, len))
+    };
+    let mut res = Response::new(Either::Right(body));
+    let headers = res.headers_mut();
+    headers.insert(CONTENT_TYPE, kind.content_type());
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    headers.insert(ETAG, opened.etag);
+    headers.insert(LAST_MODIFIED, http_date(opened.modified));
+    headers.insert(CACHE_CONTROL, cache_control);
+    res
+}
+
+/// 304 for a sitemap file whose validators still match.
+pub fn sitemap_not_modified(opened: Opened, cache_control: HeaderValue) -> Response<Body> {
+    let mut res = not_modified(opened.etag, Some(opened.modified));
+    res.headers_mut().insert(CACHE_CONTROL, cache_control);
+    res
+}
+
+/// 404: no such sitemap file (crawlgate answers for the sitemap folder).
+pub fn not_found() -> Response<Body> {
+    text(StatusCode::NOT_FOUND, "404 Not Found\n")
+}
+
+/// 500: a file that should be served could not be read.
+pub fn internal_error() -> Response<Body> {
+    text(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "500 Internal Server Error\n",
+    )
 }
 
 /// 502: the upstream could not be reached or answered wrongly.

@@ -36,6 +36,7 @@ use crate::response::{self, Body};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
 use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
+use crate::sitemap::{self, serve::Sitemaps};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
@@ -88,6 +89,8 @@ pub struct Shared {
     /// The crawler operators (`rules/crawlers.toml`), for AI claims when
     /// verification is off (on, the range store's copy is used).
     pub operators: Arc<Operators>,
+    /// The sitemap folder served at `/sitemaps/`, when there is one.
+    pub sitemaps: Option<Sitemaps>,
 }
 
 /// Crawler verification's part of the request-path state.
@@ -205,6 +208,9 @@ pub enum SetupError {
     /// The client for lists and key directories cannot be set up.
     #[error(transparent)]
     Fetcher(#[from] FetcherError),
+    /// The sitemap folder is not a folder.
+    #[error("sitemap_dir {0}: no such folder (create it, or leave sitemap_dir out)")]
+    SitemapDir(PathBuf),
 }
 
 impl Shared {
@@ -229,6 +235,14 @@ impl Shared {
             Some(v) => Some(verify_state(v, Arc::clone(&operators))?),
             None => None,
         };
+        let sitemaps = match &config.sitemap_dir {
+            Some(dir) if !dir.is_dir() => return Err(SetupError::SitemapDir(dir.clone())),
+            Some(dir) => Some(Sitemaps {
+                dir: dir.clone(),
+                cache_control: config.sitemap_cache_control.clone(),
+            }),
+            None => None,
+        };
         let mut robots = Robots::new(
             &config.blocked_params,
             &config.robots_disallow,
@@ -247,7 +261,9 @@ impl Shared {
                 shed,
                 spoofed: config.verify.as_ref().map_or(Spoofed::Log, |v| v.spoofed),
                 ai: config.ai,
+                sitemaps: sitemaps.is_some(),
             }),
+            sitemaps,
             robots: Arc::new(robots),
             upstream: Upstream::new(config)?,
             access_log: config.access_log,
@@ -381,6 +397,7 @@ impl Shared {
             verify: self.verify.as_ref().map(Verify::for_worker),
             class_values: Arc::clone(&self.class_values),
             operators: Arc::clone(&self.operators),
+            sitemaps: self.sitemaps.clone(),
         }
     }
 
@@ -580,6 +597,14 @@ async fn respond(
             outcome.route = Route::Shed;
             let retry_after = HeaderValue::from(shed.retry_after);
             finish_early(&req, response::shed(shed.status, retry_after))
+        }
+        Decision::ServeSitemap => {
+            outcome.route = Route::Sitemap;
+            let res = match &shared.sitemaps {
+                Some(sitemaps) => serve_sitemap(sitemaps, &req).await,
+                None => response::not_found(),
+            };
+            finish_early(&req, res)
         }
         Decision::ServeRobots => {
             outcome.route = Route::Robots;
@@ -966,6 +991,27 @@ fn declared_length(req: &Request<Incoming>) -> Option<u64> {
 /// A response sent without reading the request body: if the request may
 /// have one, close the connection after it rather than risk reading the
 /// unread body as the next request.
+/// A file of the sitemap folder, 304, or 404.
+async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response<Body> {
+    let Some((name, kind)) = sitemap::serve::file_name(req.uri().path()) else {
+        return response::not_found();
+    };
+    match sitemaps.open(name).await {
+        Ok(Some(opened)) if sitemap::serve::not_modified(req.headers(), &opened) => {
+            response::sitemap_not_modified(opened, sitemaps.cache_control.clone())
+        }
+        Ok(Some(opened)) => {
+            let head = req.method() == Method::HEAD;
+            response::sitemap_file(opened, kind, sitemaps.cache_control.clone(), head)
+        }
+        Ok(None) => response::not_found(),
+        Err(err) => {
+            tracing::warn!(file = name, dir = %sitemaps.dir.display(), error = %err, "cannot serve a sitemap file");
+            response::internal_error()
+        }
+    }
+}
+
 fn finish_early(req: &Request<Incoming>, res: Response<Body>) -> Response<Body> {
     let has_body = req.headers().contains_key(TRANSFER_ENCODING)
         || req

@@ -26,8 +26,10 @@ use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 pub mod build;
+pub mod export;
 pub mod index;
 pub mod lastmod;
+pub mod serve;
 
 /// Where crawlgate serves the sitemap folder: `GET /sitemaps/<name>`.
 /// robots.txt's `Sitemap:` line, the index's addresses and the server
@@ -192,11 +194,7 @@ impl SetWriter {
         let Some(prefix) = prefix else {
             return sync_dir(&dir).map(|()| committed);
         };
-        for name in stale(&dir, &prefix, &written)? {
-            let path = dir.join(&name);
-            fs::remove_file(&path).map_err(io_error(&path))?;
-            committed.removed.push(name);
-        }
+        committed.removed = remove_stale(&dir, &prefix, &written)?;
         committed.removed.sort();
         sync_dir(&dir)?;
         Ok(committed)
@@ -218,6 +216,20 @@ pub fn stale(dir: &Path, prefix: &str, keep: &BTreeSet<String>) -> Result<Vec<St
     }
     stale.sort();
     Ok(stale)
+}
+
+/// Removes what [`stale`] lists, and returns it.
+pub fn remove_stale(
+    dir: &Path,
+    prefix: &str,
+    keep: &BTreeSet<String>,
+) -> Result<Vec<String>, SetError> {
+    let names = stale(dir, prefix, keep)?;
+    for name in &names {
+        let path = dir.join(name);
+        fs::remove_file(&path).map_err(io_error(&path))?;
+    }
+    Ok(names)
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SetError> {
