@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -43,11 +43,14 @@ pub async fn run(
     let votes = Arc::new(AtomicU64::new(0));
     let site_task = tokio::spawn(serve_site(site, Arc::clone(&votes)));
 
-    let sitemap_dir = SitemapDir::create().map_err(DemoError::Sitemap)?;
+    let sitemap_dir = tempfile::Builder::new()
+        .prefix("crawlgate-demo-")
+        .tempdir()
+        .map_err(DemoError::Sitemap)?;
     let overrides = |listen: SocketAddr| Overrides {
         listen: Some(listen.to_string()),
         upstream: Some(format!("http://{site_addr}")),
-        sitemap_dir: Some(sitemap_dir.0.clone()),
+        sitemap_dir: Some(sitemap_dir.path().to_owned()),
         ..Overrides::default()
     };
     let start = |listen: SocketAddr| -> Result<Server, DemoError> {
@@ -61,6 +64,7 @@ pub async fn run(
             .or_else(|_| start(SocketAddr::from(([127, 0, 0, 1], 0))))?,
     };
     let addr = server.addrs().plain;
+    write_sitemaps(sitemap_dir.path(), addr)?;
 
     println!("{}", instructions(addr, site_addr, program));
     let (events, control) = tokio::sync::mpsc::channel(1);
@@ -102,6 +106,9 @@ pub fn instructions(addr: SocketAddr, site: SocketAddr, program: &str) -> String
          curl -i -H 'Host: www.localhost:{port}' '{base}/www/page?id=1'\n\
          # robots.txt, synthesized (with a Sitemap line: the demo has a sitemap index)\n\
          curl -i '{base}/robots.txt'\n\
+         # the sitemap index and its file, served from the sitemap folder\n\
+         curl -i '{base}/sitemaps/sitemap.xml'\n\
+         curl -s '{base}/sitemaps/sitemap-0.xml'\n\
          # everything else is forwarded; the site is told who is a robot (X-Crawler)\n\
          curl -i '{base}/page?id=1'\n\
          curl -i -A '{firefox}' '{base}/page?id=1'\n\
@@ -177,25 +184,20 @@ fn site_page(req: &Request<Incoming>, votes: &AtomicU64) -> Response<Full<Bytes>
     res
 }
 
-/// A temporary folder holding a sitemap index, removed on drop.
-struct SitemapDir(PathBuf);
-
-impl SitemapDir {
-    fn create() -> io::Result<Self> {
-        let dir = std::env::temp_dir().join(format!("crawlgate-demo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(
-            dir.join("sitemap.xml"),
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"/>\n",
-        )?;
-        Ok(Self(dir))
-    }
-}
-
-impl Drop for SitemapDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The sample site's sitemap set and index, built the way a cron job
+/// builds a real one, for the proxy at `addr`.
+fn write_sitemaps(dir: &Path, addr: SocketAddr) -> Result<(), DemoError> {
+    use crate::sitemap::{build, index, SetWriter};
+    let base = format!("http://{addr}/");
+    let fail = |e: &dyn std::fmt::Display| DemoError::Sitemap(io::Error::other(e.to_string()));
+    let options = build::Options::new(&base, "sitemap", None, None).map_err(|e| fail(&e))?;
+    let set = SetWriter::new(dir, "sitemap").map_err(|e| fail(&e))?;
+    let mut entries: &[u8] = b"1\t2026-01-01\t/\n2\t2026-01-02\t/page?id=1\n3\t\t/page?id=2\n";
+    build::build(&options, "demo", &mut entries, build::Target::Write(set))
+        .map_err(|e| fail(&e))?;
+    let files = index::files_base(&base, None).map_err(|e| fail(&e))?;
+    index::write_index(dir, &files, &["sitemap".to_owned()]).map_err(|e| fail(&e))?;
+    Ok(())
 }
 
 /// Why the demo could not start.

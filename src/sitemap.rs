@@ -23,7 +23,7 @@ use std::io::{self, BufWriter};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use tempfile::NamedTempFile;
+use tempfile::{NamedTempFile, TempPath};
 
 pub mod build;
 pub mod export;
@@ -72,8 +72,9 @@ fn io_error(path: &Path) -> impl FnOnce(io::Error) -> SetError + '_ {
     }
 }
 
-/// One file of a set being written.
-struct Pending {
+/// The file of a set being written: its buffer and descriptor are the
+/// only ones a set holds open, whatever its number of files.
+struct Current {
     name: String,
     temp: BufWriter<NamedTempFile>,
 }
@@ -85,7 +86,10 @@ pub struct SetWriter {
     /// The set's prefix, whose stale numbered files a commit removes
     /// (`None`: a set of named files only, like the index).
     prefix: Option<String>,
-    files: Vec<Pending>,
+    current: Option<Current>,
+    /// Files written, synced and closed, waiting for the commit (each
+    /// removed if dropped).
+    done: Vec<(String, TempPath)>,
 }
 
 /// What a committed set changed.
@@ -112,7 +116,8 @@ impl SetWriter {
         Ok(Self {
             dir: dir.to_owned(),
             prefix: Some(prefix.to_owned()),
-            files: Vec::new(),
+            current: None,
+            done: Vec::new(),
         })
     }
 
@@ -127,63 +132,76 @@ impl SetWriter {
     /// Appends to the file created last.
     pub fn write_current(&mut self, bytes: &[u8]) -> Result<(), SetError> {
         use std::io::Write;
-        let Some(file) = self.files.last_mut() else {
+        let Some(file) = &mut self.current else {
             return Err(SetError::Io {
                 path: self.dir.clone(),
                 source: io::Error::other("no file created"),
             });
         };
-        let path = &self.dir;
+        let dir = &self.dir;
         file.temp.write_all(bytes).map_err(|source| SetError::Io {
-            path: path.join(&file.name),
+            path: dir.join(&file.name),
             source,
         })
     }
 
     /// A new file `name` of the set, to be written through the returned
-    /// writer (a random temporary file beside the target).
+    /// writer (a random temporary file beside the target). The file
+    /// written before is finished: flushed, synced, given its mode and
+    /// closed.
     pub fn create(&mut self, name: &str) -> Result<&mut BufWriter<NamedTempFile>, SetError> {
         check_name(name)?;
-        if self.files.iter().any(|f| f.name == name) {
+        let twice = self.done.iter().any(|(n, _)| n == name)
+            || self.current.as_ref().is_some_and(|c| c.name == name);
+        if twice {
             return Err(SetError::Twice(name.to_owned()));
         }
+        self.finish_current()?;
         let temp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".tmp")
             .tempfile_in(&self.dir)
             .map_err(io_error(&self.dir))?;
-        self.files.push(Pending {
+        let current = self.current.insert(Current {
             name: name.to_owned(),
             temp: BufWriter::with_capacity(64 * 1024, temp),
         });
-        let last = self.files.len() - 1;
-        Ok(&mut self.files[last].temp)
+        Ok(&mut current.temp)
+    }
+
+    /// Flushes, syncs and closes the file being written, with its mode.
+    fn finish_current(&mut self) -> Result<(), SetError> {
+        let Some(file) = self.current.take() else {
+            return Ok(());
+        };
+        let path = self.dir.join(&file.name);
+        let temp = file
+            .temp
+            .into_inner()
+            .map_err(|e| io_error(&path)(e.into_error()))?;
+        temp.as_file().sync_all().map_err(io_error(&path))?;
+        fs::set_permissions(temp.path(), Permissions::from_mode(FILE_MODE))
+            .map_err(io_error(&path))?;
+        self.done.push((file.name, temp.into_temp_path()));
+        Ok(())
     }
 
     /// Flushes and syncs every file, then gives each its mode and renames
     /// it into place, removes the stale numbered files of the prefix that
     /// the set does not hold, and syncs the folder. On an error before the
     /// renames, nothing is replaced and every temporary file is removed.
-    pub fn commit(self) -> Result<Committed, SetError> {
-        let Self { dir, prefix, files } = self;
+    pub fn commit(mut self) -> Result<Committed, SetError> {
         // Everything that can fail before anything is replaced.
-        let mut ready = Vec::with_capacity(files.len());
-        for file in files {
-            let path = dir.join(&file.name);
-            let temp = file
-                .temp
-                .into_inner()
-                .map_err(|e| io_error(&path)(e.into_error()))?;
-            temp.as_file().sync_all().map_err(io_error(&path))?;
-            fs::set_permissions(temp.path(), Permissions::from_mode(FILE_MODE))
-                .map_err(io_error(&path))?;
-            ready.push((file.name, temp));
-        }
+        self.finish_current()?;
+        let Self {
+            dir, prefix, done, ..
+        } = self;
+        let ready = done;
         let written: BTreeSet<String> = ready.iter().map(|(name, _)| name.clone()).collect();
         let mut committed = Committed::default();
         for (name, temp) in ready {
             let path = dir.join(&name);
-            if same_content(temp.as_file(), &path).map_err(io_error(&path))? {
+            if same_content(&temp, &path).map_err(io_error(&path))? {
                 // Dropping the temporary file removes it.
                 committed.unchanged.push(name.clone());
             } else {
@@ -238,20 +256,20 @@ fn sync_dir(dir: &Path) -> Result<(), SetError> {
         .map_err(io_error(dir))
 }
 
-/// Whether the regular file at `path` holds exactly what `new` holds.
-fn same_content(new: &File, path: &Path) -> io::Result<bool> {
-    use std::io::{Read, Seek};
+/// Whether the regular file at `path` holds exactly what the file at
+/// `new` holds.
+fn same_content(new: &Path, path: &Path) -> io::Result<bool> {
+    use std::io::Read;
     let old = match File::open(path) {
         Ok(old) => old,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
     let meta = old.metadata()?;
+    let new = File::open(new)?;
     if !meta.is_file() || meta.len() != new.metadata()?.len() {
         return Ok(false);
     }
-    let mut new = new;
-    new.rewind()?;
     let (mut old, mut new) = (io::BufReader::new(old), io::BufReader::new(new));
     let (mut a, mut b) = (vec![0; 64 * 1024], vec![0; 64 * 1024]);
     loop {

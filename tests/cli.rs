@@ -42,6 +42,7 @@ fn help_documents_every_flag_and_subcommand() {
         "demo",
         "classify",
         "check-config",
+        "sitemap",
     ] {
         assert!(
             text.contains(word),
@@ -381,6 +382,7 @@ fn demo_shows_every_feature() {
     for needle in [
         "?do=vote",
         "robots.txt",
+        "/sitemaps/sitemap.xml",
         "Host: www.localhost",
         "curl -i",
         &classify_hint,
@@ -418,6 +420,25 @@ fn demo_shows_every_feature() {
         let robots = get(addr, "127.0.0.1", "/robots.txt", Some("curl/8.5.0")).await;
         let sitemap = "Sitemap: http://127.0.0.1/sitemaps/sitemap.xml";
         assert!(robots.text().contains(sitemap), "{}", robots.text());
+        let index = get(
+            addr,
+            "127.0.0.1",
+            "/sitemaps/sitemap.xml",
+            Some("curl/8.5.0"),
+        )
+        .await;
+        assert_eq!(index.status, 200);
+        let file = format!("<loc>http://{addr}/sitemaps/sitemap-0.xml</loc>");
+        assert!(index.text().contains(&file), "{}", index.text());
+        let urls = get(
+            addr,
+            "127.0.0.1",
+            "/sitemaps/sitemap-0.xml",
+            Some("curl/8.5.0"),
+        )
+        .await;
+        let page = format!("<loc>http://{addr}/page?id=1</loc>");
+        assert!(urls.text().contains(&page), "{}", urls.text());
     });
     drop(demo);
 }
