@@ -13,7 +13,7 @@
 //! rendered block and one file's buffer at a time.
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +31,10 @@ pub const XHTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 pub const MAX_URL_LEN: usize = 2048;
 /// At most this many languages (an entry's alternates grow as the square).
 pub const MAX_LANGUAGES: usize = 64;
+/// The longest input line read (an entry of 64 addresses of 2 KiB each
+/// fits with room to spare); a longer one is an error, never a buffer
+/// that grows with the input.
+pub const MAX_LINE: u64 = 1024 * 1024;
 
 const FOOTER: &[u8] = b"</urlset>\n";
 
@@ -252,7 +256,8 @@ pub fn build(
     let bucket_size = options.bucket_size();
     loop {
         line.clear();
-        let n = input
+        let n = (&mut *input)
+            .take(MAX_LINE + 1)
             .read_until(b'\n', &mut line)
             .map_err(|e| BuildError::Read(source_name.to_owned(), e))?;
         if n == 0 {
@@ -264,6 +269,9 @@ pub fn build(
             line: number,
             message,
         };
+        if n as u64 > MAX_LINE {
+            return Err(at(format!("longer than {MAX_LINE} bytes")));
+        }
         let text = std::str::from_utf8(&line)
             .map_err(|_| at("not UTF-8 (export the data as UTF-8)".to_owned()))?;
         let text = text.trim_end_matches(['\n', '\r']);

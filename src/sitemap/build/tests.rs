@@ -311,6 +311,9 @@ fn bad_lines_are_errors_naming_the_line_and_replace_nothing() {
         .map(|_| ())
         .expect_err("latin-1");
     assert!(err.to_string().starts_with("input:2: not UTF-8"), "{err}");
+    let huge = format!("1\t\t/a\n2\t\t/{}\n", "x".repeat(MAX_LINE as usize));
+    let err = run(&options(None), d, &huge).expect_err("huge");
+    assert!(err.to_string().starts_with("input:2: longer than"), "{err}");
     let err = run(&options(Some("cs,en")), d, "1\t\t/a\t/a\n").expect_err("same");
     assert!(
         err.to_string()
