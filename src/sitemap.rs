@@ -48,7 +48,7 @@ pub const FILE_MODE: u32 = 0o664;
 pub enum SetError {
     /// A prefix or file name that cannot be used.
     #[error(
-        "{0:?}: a name is 1 to 64 ASCII letters, digits, '-', '_' or '.', not starting with '.'"
+        "{0:?}: a name is 1 to 128 ASCII letters, digits, '-', '_' or '.', not starting with '.'"
     )]
     Name(String),
     /// The same file named twice in one set.
@@ -294,14 +294,20 @@ pub fn is_numbered(prefix: &str, name: &str) -> bool {
         })
 }
 
-pub(crate) fn check_name(name: &str) -> Result<(), SetError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
+/// A name crawlgate writes or serves in the sitemap folder: 1 to 128
+/// ASCII letters, digits, `-`, `_` or `.`, not starting with `.` (the
+/// temporary files do): nothing to escape, no way out of the folder.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
         && !name.starts_with('.')
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+pub(crate) fn check_name(name: &str) -> Result<(), SetError> {
+    if is_plain_name(name) {
         Ok(())
     } else {
         Err(SetError::Name(name.to_owned()))

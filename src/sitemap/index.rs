@@ -178,16 +178,11 @@ fn is_urlset(path: &Path) -> io::Result<bool> {
 
 /// `2024-05-01T10:00:00Z`.
 pub(crate) fn w3c_utc(time: SystemTime) -> String {
-    let t = time::OffsetDateTime::from(time);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    const W3C: &[time::format_description::BorrowedFormatItem<'_>] =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    time::OffsetDateTime::from(time)
+        .format(W3C)
+        .unwrap_or_default()
 }
 
 /// Name order with digit runs compared as numbers: `sitemap-2.xml`

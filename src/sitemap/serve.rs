@@ -21,7 +21,7 @@ use http::header::{HeaderMap, HeaderValue};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::SERVED_PATH;
+use super::{is_plain_name, SERVED_PATH};
 
 /// How much of a file one body frame carries.
 const CHUNK: usize = 64 * 1024;
@@ -61,13 +61,7 @@ impl Kind {
 /// `/sitemaps/<name>` with a plain name of a served kind.
 pub fn file_name(path: &str) -> Option<(&str, Kind)> {
     let name = path.strip_prefix(SERVED_PATH)?;
-    let plain = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if !plain {
+    if !is_plain_name(name) {
         return None;
     }
     let kind = if name.ends_with(".xml.gz") {

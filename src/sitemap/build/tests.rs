@@ -29,6 +29,17 @@ fn listing(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Every file in the folder with its content.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    listing(dir)
+        .into_iter()
+        .map(|name| {
+            let bytes = fs::read(dir.join(&name)).expect("read");
+            (name, bytes)
+        })
+        .collect()
+}
+
 /// One `<url>` as an XML parser reads it.
 #[derive(Debug, PartialEq, Eq)]
 struct ParsedUrl {
@@ -255,13 +266,7 @@ fn bad_lines_are_errors_naming_the_line_and_replace_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     run(&options(None), d, &entries(&[1, 50_000])).expect("build");
-    let before: Vec<(String, Vec<u8>)> = listing(d)
-        .into_iter()
-        .map(|n| {
-            let bytes = fs::read(d.join(&n)).expect("read");
-            (n, bytes)
-        })
-        .collect();
+    let before = snapshot(d);
     let long = format!("/{}", "x".repeat(MAX_URL_LEN));
     for (input, line, words) in [
         (
@@ -293,15 +298,9 @@ fn bad_lines_are_errors_naming_the_line_and_replace_nothing() {
         let err = run(&options(None), d, input).expect_err(input).to_string();
         assert!(err.starts_with(&format!("input:{line}: ")), "{err}");
         assert!(err.contains(words), "{input:?}: {err}");
-        let after: Vec<(String, Vec<u8>)> = listing(d)
-            .into_iter()
-            .map(|n| {
-                let bytes = fs::read(d.join(&n)).expect("read");
-                (n, bytes)
-            })
-            .collect();
         assert_eq!(
-            after, before,
+            snapshot(d),
+            before,
             "{input:?}: the old set is whole, no temporary file left"
         );
     }
