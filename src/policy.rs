@@ -239,6 +239,86 @@ mod tests {
         }
     }
 
+    /// With a sitemap folder, `GET|HEAD /sitemaps/…` is answered by the
+    /// proxy, after the action block and the canonical redirect and before
+    /// shedding (it costs the site nothing); other methods, and every
+    /// request without a folder, are forwarded.
+    #[test]
+    fn sitemaps_are_served_when_there_is_a_folder() {
+        let mut with = shedding_policy();
+        with.sitemaps = true;
+        // Every robot tier shed: a sitemap is still answered.
+        let busy = Pressure {
+            level: u8::MAX,
+            search_pass: Some(false),
+        };
+        let get = Method::GET;
+        for (policy, method, host, target, ua, expected) in [
+            (
+                &with,
+                &get,
+                "example.com",
+                "/sitemaps/sitemap.xml",
+                BOT,
+                "sitemap",
+            ),
+            (
+                &with,
+                &Method::HEAD,
+                "example.com",
+                "/sitemaps/x.xml",
+                HUMAN,
+                "sitemap",
+            ),
+            (
+                &with,
+                &get,
+                "example.com",
+                "/sitemaps/../etc/passwd",
+                BOT,
+                "sitemap",
+            ),
+            (
+                &with,
+                &Method::POST,
+                "example.com",
+                "/sitemaps/sitemap.xml",
+                HUMAN,
+                "forward",
+            ),
+            (&with, &get, "example.com", "/sitemaps", HUMAN, "forward"),
+            (
+                &with,
+                &get,
+                "example.com",
+                "/sitemaps/s.xml?do=x",
+                BOT,
+                "block do",
+            ),
+            (
+                &with,
+                &get,
+                "www.example.com",
+                "/sitemaps/sitemap.xml",
+                BOT,
+                "301 http://example.com/sitemaps/sitemap.xml",
+            ),
+            (
+                &shedding_policy(),
+                &get,
+                "example.com",
+                "/sitemaps/sitemap.xml",
+                HUMAN,
+                "forward",
+            ),
+            // The same robot elsewhere is shed.
+            (&with, &get, "example.com", "/page", BOT, "503 after 120"),
+        ] {
+            let (_, shown) = run_with(policy, busy, method.clone(), host, target, Some(ua));
+            assert_eq!(shown, expected, "{method} {host}{target}");
+        }
+    }
+
     /// [`policy`] with shedding on, in the default order, 503 after 120 s.
     fn shedding_policy() -> Policy {
         let mut policy = policy();
