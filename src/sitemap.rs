@@ -1,5 +1,7 @@
-//! Sitemaps: sets of files built from the site's data ([`build`]), the
-//! index ([`index`]), and replacing a whole set at once ([`SetWriter`]).
+//! Sitemaps: sets of files built from the site's data ([`build`]), their
+//! index ([`index`]), a static export's pages ([`export`]), serving the
+//! folder at `/sitemaps/` ([`serve`]), and replacing a whole set at once
+//! ([`SetWriter`]).
 //!
 //! A crawler may read any sitemap file at any instant, and a cron job that
 //! writes in place lets it read half a file; a failure half-way through a
