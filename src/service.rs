@@ -988,9 +988,6 @@ fn declared_length(req: &Request<Incoming>) -> Option<u64> {
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
 }
 
-/// A response sent without reading the request body: if the request may
-/// have one, close the connection after it rather than risk reading the
-/// unread body as the next request.
 /// A file of the sitemap folder, 304, or 404.
 async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response<Body> {
     let Some((name, kind)) = sitemap::serve::file_name(req.uri().path()) else {
@@ -1012,6 +1009,9 @@ async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response
     }
 }
 
+/// A response sent without reading the request body: if the request may
+/// have one, close the connection after it rather than risk reading the
+/// unread body as the next request.
 fn finish_early(req: &Request<Incoming>, res: Response<Body>) -> Response<Body> {
     let has_body = req.headers().contains_key(TRANSFER_ENCODING)
         || req
