@@ -32,6 +32,7 @@ pub mod export;
 pub mod index;
 pub mod lastmod;
 pub mod serve;
+pub mod xml;
 
 /// Where crawlgate serves the sitemap folder: `GET /sitemaps/<name>`.
 /// robots.txt's `Sitemap:` line, the index's addresses and the server
@@ -67,7 +68,7 @@ pub enum SetError {
     },
 }
 
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> SetError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(io::Error) -> SetError + '_ {
     move |source| SetError::Io {
         path: path.to_owned(),
         source,

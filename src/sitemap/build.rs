@@ -21,12 +21,9 @@ use time::UtcOffset;
 use url::Url;
 
 use super::lastmod::{self, Lastmod};
+use super::xml::{escape_into, urlset_head, URLSET_FOOT};
 use super::{check_name, SetError, SetWriter};
 
-/// The sitemaps.org namespace.
-pub const NAMESPACE: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
-/// The namespace of the `xhtml:link` alternates.
-pub const XHTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 /// A `loc` must be shorter than this (sitemaps.org).
 pub const MAX_URL_LEN: usize = 2048;
 /// At most this many languages (an entry's alternates grow as the square).
@@ -35,8 +32,6 @@ pub const MAX_LANGUAGES: usize = 64;
 /// fits with room to spare); a longer one is an error, never a buffer
 /// that grows with the input.
 pub const MAX_LINE: u64 = 1024 * 1024;
-
-const FOOTER: &[u8] = b"</urlset>\n";
 
 /// How big files and buckets may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -246,7 +241,7 @@ pub fn build(
         set,
         current: None,
         report: Report::default(),
-        header: header(!options.languages.is_empty()),
+        header: urlset_head(!options.languages.is_empty()),
     };
     let mut line = Vec::with_capacity(1024);
     let mut number = 0u64;
@@ -459,16 +454,6 @@ fn check_distinct(urls: &[Option<Url>], languages: &[String]) -> Result<(), Stri
     Ok(())
 }
 
-fn header(alternates: bool) -> Vec<u8> {
-    let mut header =
-        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"{NAMESPACE}\"");
-    if alternates {
-        header.push_str(&format!(" xmlns:xhtml=\"{XHTML_NAMESPACE}\""));
-    }
-    header.push_str(">\n");
-    header.into_bytes()
-}
-
 /// Appends one `<url>` per present address; each lists every present
 /// language version, itself included, when there are two or more.
 /// Returns the number of `<url>` elements.
@@ -503,25 +488,6 @@ fn render(
     present as u64
 }
 
-/// XML-escapes `text` (for element text and double-quoted attributes).
-pub(crate) fn escape_into(out: &mut Vec<u8>, text: &str) {
-    let mut start = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let entity: &[u8] = match b {
-            b'&' => b"&amp;",
-            b'<' => b"&lt;",
-            b'>' => b"&gt;",
-            b'"' => b"&quot;",
-            b'\'' => b"&apos;",
-            _ => continue,
-        };
-        out.extend_from_slice(&text.as_bytes()[start..i]);
-        out.extend_from_slice(entity);
-        start = i + 1;
-    }
-    out.extend_from_slice(&text.as_bytes()[start..]);
-}
-
 enum AddError {
     TooBig,
     Set(SetError),
@@ -552,13 +518,13 @@ impl Output {
         options: &Options,
     ) -> Result<(), AddError> {
         let limits = options.limits;
-        let fixed = (self.header.len() + FOOTER.len()) as u64;
+        let fixed = (self.header.len() + URLSET_FOOT.len()) as u64;
         if fixed + block.len() as u64 > limits.file_bytes || urls > limits.file_urls {
             return Err(AddError::TooBig);
         }
         let next_part = match &self.current {
             Some(c) if c.bucket == bucket => {
-                let fits = c.report.bytes + block.len() as u64 + FOOTER.len() as u64
+                let fits = c.report.bytes + block.len() as u64 + URLSET_FOOT.len() as u64
                     <= limits.file_bytes
                     && c.report.urls + urls <= limits.file_urls;
                 (!fits).then_some(c.part + 1)
@@ -612,7 +578,7 @@ impl Output {
         if self.current.is_none() {
             return Ok(());
         }
-        self.write(FOOTER)?;
+        self.write(URLSET_FOOT)?;
         if let Some(current) = self.current.take() {
             self.report.urls += current.report.urls;
             self.report.files.push(current.report);

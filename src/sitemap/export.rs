@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use url::Url;
 
-use super::build::{escape_into, NAMESPACE};
-use super::index::w3c_utc;
-use super::{check_name, SetError, SetWriter};
+use super::xml::{escape_into, sitemap_index, urlset_head, URLSET_FOOT};
+use super::{check_name, io_error, SetError, SetWriter};
 
 /// URLs one file may hold (sitemaps.org).
 pub const MAX_URLS: usize = 50_000;
@@ -141,7 +140,7 @@ pub fn page_urls(public: &Path, origin: &Url) -> Result<Vec<String>, ExportError
 /// One file's worth of URLs at a time: as many as fit both limits.
 fn chunks(urls: &[String], format: Format) -> Vec<&[String]> {
     let fixed = match format {
-        Format::Xml => urlset_head().len() + URLSET_FOOT.len(),
+        Format::Xml => urlset_head(false).len() + URLSET_FOOT.len(),
         Format::Txt => 0,
     };
     let mut out = Vec::new();
@@ -168,20 +167,14 @@ fn escaped_len(text: &str) -> usize {
     out.len()
 }
 
-const URLSET_FOOT: &str = "</urlset>\n";
-
-fn urlset_head() -> String {
-    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"{NAMESPACE}\">\n")
-}
-
 fn urlset(urls: &[String]) -> Vec<u8> {
-    let mut out = urlset_head().into_bytes();
+    let mut out = urlset_head(false);
     for url in urls {
         out.extend_from_slice(b"<url><loc>");
         escape_into(&mut out, url);
         out.extend_from_slice(b"</loc></url>\n");
     }
-    out.extend_from_slice(URLSET_FOOT.as_bytes());
+    out.extend_from_slice(URLSET_FOOT);
     out
 }
 
@@ -283,22 +276,15 @@ pub fn write(
         }
         set.commit()?;
         let base = parts_base(&dir, public, origin);
-        let mut index = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"{NAMESPACE}\">\n"
-        )
-        .into_bytes();
+        let mut listed = Vec::with_capacity(parts.len());
         for part_name in &files[1..] {
             let path = dir.join(part_name);
             let modified = std::fs::metadata(&path)
                 .and_then(|m| m.modified())
-                .map_err(|source| SetError::Io { path, source })?;
-            index.extend_from_slice(b"<sitemap><loc>");
-            escape_into(&mut index, &format!("{base}{part_name}"));
-            index.extend_from_slice(b"</loc><lastmod>");
-            index.extend_from_slice(w3c_utc(modified).as_bytes());
-            index.extend_from_slice(b"</lastmod></sitemap>\n");
+                .map_err(io_error(&path))?;
+            listed.push((format!("{base}{part_name}"), modified));
         }
-        index.extend_from_slice(b"</sitemapindex>\n");
+        let index = sitemap_index(listed.iter().map(|(loc, t)| (loc.as_str(), *t)));
         let mut set = SetWriter::named(&dir)?;
         set.create(name)?;
         set.write_current(&index)?;
@@ -363,7 +349,8 @@ mod tests {
         let xml = std::fs::read_to_string(path).expect("read");
         let doc = roxmltree::Document::parse(&xml).expect("XML");
         assert_eq!(doc.root_element().tag_name().name(), root);
-        assert_eq!(doc.root_element().tag_name().namespace(), Some(NAMESPACE));
+        let namespace = Some(crate::sitemap::xml::NAMESPACE);
+        assert_eq!(doc.root_element().tag_name().namespace(), namespace);
         doc.descendants()
             .filter(|n| n.tag_name().name() == "loc")
             .map(|n| n.text().expect("text").to_owned())

@@ -5,13 +5,12 @@ use std::cmp::Ordering;
 use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
-use std::time::SystemTime;
 
 use serde::Serialize;
 use url::Url;
 
-use super::build::{escape_into, NAMESPACE};
-use super::{check_name, SetError, SetWriter, INDEX_NAME, SERVED_PATH};
+use super::xml::sitemap_index;
+use super::{check_name, io_error, SetError, SetWriter, INDEX_NAME, SERVED_PATH};
 
 /// Files one index may list (sitemaps.org).
 pub const MAX_FILES: usize = 50_000;
@@ -95,10 +94,6 @@ pub fn write_index(
     for prefix in prefixes {
         check_name(prefix).map_err(IndexError::Prefix)?;
     }
-    let io_error = |path: &Path| {
-        let path = path.to_owned();
-        move |source| SetError::Io { path, source }
-    };
     let mut found = Vec::new();
     let mut report = IndexReport::default();
     for entry in fs::read_dir(dir).map_err(io_error(dir))? {
@@ -141,24 +136,17 @@ pub fn write_index(
     found.sort_by(|a, b| natural(&a.0, &b.0));
     report.skipped.sort();
 
-    let mut body = Vec::with_capacity(128 + found.len() * 128);
-    body.extend_from_slice(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"");
-    body.extend_from_slice(NAMESPACE.as_bytes());
-    body.extend_from_slice(b"\">\n");
+    let mut dates = Vec::with_capacity(found.len());
     for (name, modified) in found {
         // Names are checked: letters, digits, '-', '_' and '.' only.
         let loc = files
             .join(&name)
             .map(String::from)
             .unwrap_or_else(|_| format!("{files}{name}"));
-        body.extend_from_slice(b"<sitemap><loc>");
-        escape_into(&mut body, &loc);
-        body.extend_from_slice(b"</loc><lastmod>");
-        body.extend_from_slice(w3c_utc(modified).as_bytes());
-        body.extend_from_slice(b"</lastmod></sitemap>\n");
         report.listed.push(Listed { name, loc });
+        dates.push(modified);
     }
-    body.extend_from_slice(b"</sitemapindex>\n");
+    let body = sitemap_index(report.listed.iter().map(|l| l.loc.as_str()).zip(dates));
 
     let mut set = SetWriter::named(dir)?;
     set.create(INDEX_NAME)?;
@@ -174,15 +162,6 @@ fn is_urlset(path: &Path) -> io::Result<bool> {
     let mut head = Vec::with_capacity(4096);
     fs::File::open(path)?.take(4096).read_to_end(&mut head)?;
     Ok(head.windows(7).any(|w| w == b"<urlset"))
-}
-
-/// `2024-05-01T10:00:00Z`.
-pub(crate) fn w3c_utc(time: SystemTime) -> String {
-    const W3C: &[time::format_description::BorrowedFormatItem<'_>] =
-        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    time::OffsetDateTime::from(time)
-        .format(W3C)
-        .unwrap_or_default()
 }
 
 /// Name order with digit runs compared as numbers: `sitemap-2.xml`

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use super::*;
+use crate::sitemap::xml::{NAMESPACE, XHTML_NAMESPACE};
 
 const BASE: &str = "https://www.example.com/shop/";
 
