@@ -110,6 +110,16 @@ impl SetWriter {
     /// A set of `prefix`'s files in `dir` (which must exist).
     pub fn new(dir: &Path, prefix: &str) -> Result<Self, SetError> {
         check_name(prefix)?;
+        Self::in_dir(dir, Some(prefix.to_owned()))
+    }
+
+    /// A set of named files in `dir` that removes nothing else (the
+    /// index).
+    pub fn named(dir: &Path) -> Result<Self, SetError> {
+        Self::in_dir(dir, None)
+    }
+
+    fn in_dir(dir: &Path, prefix: Option<String>) -> Result<Self, SetError> {
         if !dir.is_dir() {
             return Err(SetError::Io {
                 path: dir.to_owned(),
@@ -118,18 +128,10 @@ impl SetWriter {
         }
         Ok(Self {
             dir: dir.to_owned(),
-            prefix: Some(prefix.to_owned()),
+            prefix,
             current: None,
             done: Vec::new(),
         })
-    }
-
-    /// A set of named files in `dir` that removes nothing else (the
-    /// index).
-    pub fn named(dir: &Path) -> Result<Self, SetError> {
-        let mut set = Self::new(dir, "sitemap")?;
-        set.prefix = None;
-        Ok(set)
     }
 
     /// Appends to the file created last.
@@ -189,20 +191,20 @@ impl SetWriter {
         Ok(())
     }
 
-    /// Flushes and syncs every file, then gives each its mode and renames
-    /// it into place, removes the stale numbered files of the prefix that
-    /// the set does not hold, and syncs the folder. On an error before the
-    /// renames, nothing is replaced and every temporary file is removed.
+    /// Finishes the last file, then renames each into place (or leaves
+    /// the one in place when it already holds the same bytes), removes
+    /// the stale numbered files of the prefix that the set does not hold,
+    /// and syncs the folder. On an error before the renames, nothing is
+    /// replaced and every temporary file is removed.
     pub fn commit(mut self) -> Result<Committed, SetError> {
-        // Everything that can fail before anything is replaced.
+        // The last thing that can fail before anything is replaced.
         self.finish_current()?;
         let Self {
             dir, prefix, done, ..
         } = self;
-        let ready = done;
-        let written: BTreeSet<String> = ready.iter().map(|(name, _)| name.clone()).collect();
+        let written: BTreeSet<String> = done.iter().map(|(name, _)| name.clone()).collect();
         let mut committed = Committed::default();
-        for (name, temp) in ready {
+        for (name, temp) in done {
             let path = dir.join(&name);
             if same_content(&temp, &path).map_err(io_error(&path))? {
                 // Dropping the temporary file removes it.
@@ -216,7 +218,6 @@ impl SetWriter {
             return sync_dir(&dir).map(|()| committed);
         };
         committed.removed = remove_stale(&dir, &prefix, &written)?;
-        committed.removed.sort();
         sync_dir(&dir)?;
         Ok(committed)
     }
@@ -239,7 +240,7 @@ pub fn stale(dir: &Path, prefix: &str, keep: &BTreeSet<String>) -> Result<Vec<St
     Ok(stale)
 }
 
-/// Removes what [`stale`] lists, and returns it.
+/// Removes what [`stale`] lists, and returns it (sorted).
 pub fn remove_stale(
     dir: &Path,
     prefix: &str,
@@ -263,17 +264,16 @@ fn sync_dir(dir: &Path) -> Result<(), SetError> {
 /// `new` holds.
 fn same_content(new: &Path, path: &Path) -> io::Result<bool> {
     use std::io::Read;
-    let old = match File::open(path) {
+    let mut old = match File::open(path) {
         Ok(old) => old,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
     let meta = old.metadata()?;
-    let new = File::open(new)?;
+    let mut new = File::open(new)?;
     if !meta.is_file() || meta.len() != new.metadata()?.len() {
         return Ok(false);
     }
-    let (mut old, mut new) = (io::BufReader::new(old), io::BufReader::new(new));
     let (mut a, mut b) = (vec![0; 64 * 1024], vec![0; 64 * 1024]);
     loop {
         let n = old.read(&mut a)?;
