@@ -237,11 +237,12 @@ pub fn build(
         Target::Write(set) => (Some(set), None),
         Target::DryRun(dir) => (None, Some(dir)),
     };
+    let header = urlset_head(!options.languages.is_empty());
     let mut out = Output {
         set,
         current: None,
         report: Report::default(),
-        header: urlset_head(!options.languages.is_empty()),
+        header: &header,
     };
     let mut line = Vec::with_capacity(1024);
     let mut number = 0u64;
@@ -500,14 +501,15 @@ struct Current {
     report: FileReport,
 }
 
-struct Output {
+struct Output<'h> {
     set: Option<SetWriter>,
     current: Option<Current>,
     report: Report,
-    header: Vec<u8>,
+    /// The start of every file.
+    header: &'h [u8],
 }
 
-impl Output {
+impl Output<'_> {
     /// Adds one entry's block of `urls` `<url>` elements to its bucket's
     /// file, opening the bucket's next file when it would pass a limit.
     fn add(
@@ -550,10 +552,7 @@ impl Output {
                     bytes: 0,
                 },
             });
-            let header = std::mem::take(&mut self.header);
-            let written = self.write(&header);
-            self.header = header;
-            written.map_err(AddError::Set)?;
+            self.write(self.header).map_err(AddError::Set)?;
         }
         self.write(block).map_err(AddError::Set)?;
         if let Some(current) = &mut self.current {
