@@ -204,10 +204,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),
-        Err(err) => {
-            eprintln!("crawlgate: error: {err}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(err) => return fail(EXIT_CONFIG, &err),
     };
     // This thread only turns signals into control events; the workers run
     // their own event loops.
@@ -262,10 +259,7 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
     };
     let classifier = match lists.and_then(|l| Classifier::new(&l)) {
         Ok(c) => c,
-        Err(err) => {
-            eprintln!("crawlgate: error: {err}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(err) => return fail(EXIT_CONFIG, &err),
     };
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let mut output = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
@@ -273,10 +267,7 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         // `crawlgate classify | head` is fine.
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("crawlgate: error: {err}");
-            ExitCode::FAILURE
-        }
+        Err(err) => fail(1, &err),
     }
 }
 
@@ -312,10 +303,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(err) => {
-            eprintln!("crawlgate: error: {err}");
-            ExitCode::from(EXIT_CONFIG)
-        }
+        Err(err) => fail(EXIT_CONFIG, &err),
     }
 }
 
@@ -479,6 +467,7 @@ fn sitemap_from_dir(
     }
 }
 
+/// Prints `crawlgate: error: <err>` and returns exit code `code`.
 fn fail(code: u8, err: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("crawlgate: error: {err}");
     ExitCode::from(code)
