@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::*;
 
-fn names(dir: &Path) -> Vec<String> {
+/// Every file in `dir`, sorted (the sitemap modules' tests share it).
+pub(in crate::sitemap) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())

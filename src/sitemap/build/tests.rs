@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use super::*;
+use crate::sitemap::tests::names;
 use crate::sitemap::xml::{NAMESPACE, XHTML_NAMESPACE};
 
 const BASE: &str = "https://www.example.com/shop/";
@@ -20,19 +21,9 @@ fn dry(options: &Options, dir: &Path, input: &str) -> Result<Report, BuildError>
     build(options, "input", &mut input.as_bytes(), Target::DryRun(dir))
 }
 
-/// Every file in the folder.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .expect("dir")
-        .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
-        .collect();
-    names.sort();
-    names
-}
-
 /// Every file in the folder with its content.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    listing(dir)
+    names(dir)
         .into_iter()
         .map(|name| {
             let bytes = fs::read(dir.join(&name)).expect("read");
@@ -89,7 +80,7 @@ fn parse(path: &Path) -> Vec<ParsedUrl> {
 
 /// The locs of each file.
 fn locs(dir: &Path) -> BTreeMap<String, Vec<String>> {
-    listing(dir)
+    names(dir)
         .into_iter()
         .map(|name| {
             let urls = parse(&dir.join(&name)).into_iter().map(|u| u.loc).collect();
@@ -190,7 +181,7 @@ fn a_full_file_continues_in_dash_one_dash_two() {
         assert_eq!(urls.len() % 2, 0, "an entry's languages stay together");
     }
     // The first build's continuation files are gone: only this set remains.
-    let on_disk = listing(d);
+    let on_disk = names(d);
     let mut reported: Vec<String> = report.files.iter().map(|f| f.name.clone()).collect();
     reported.sort();
     assert_eq!(on_disk, reported);
@@ -344,12 +335,12 @@ fn empty_input_is_refused_unless_allowed() {
     run(&options(None), d, &entries(&[1])).expect("build");
     let err = run(&options(None), d, "").expect_err("empty");
     assert!(matches!(err, BuildError::Empty(_)), "{err}");
-    assert_eq!(listing(d), ["sitemap-0.xml"]);
+    assert_eq!(names(d), ["sitemap-0.xml"]);
     let mut allow = options(None);
     allow.allow_empty = true;
     let report = run(&allow, d, "\n").expect("allowed");
     assert_eq!(report.removed, ["sitemap-0.xml"]);
-    assert!(listing(d).is_empty());
+    assert!(names(d).is_empty());
 }
 
 #[test]
@@ -367,12 +358,12 @@ fn a_dry_run_counts_and_writes_nothing() {
         .collect();
     assert_eq!(files, [("sitemap-0.xml", 2), ("sitemap-1.xml", 1)]);
     assert_eq!(report.removed, ["sitemap-5.xml"]);
-    assert_eq!(listing(d), ["sitemap-5.xml", "sitemap-extra.xml"]);
+    assert_eq!(names(d), ["sitemap-5.xml", "sitemap-extra.xml"]);
     // The byte counts are those a real build writes.
     let real = run(&options(None), d, &entries(&[1, 2, 45_001])).expect("build");
     assert_eq!(real.files, report.files);
     assert_eq!(
-        listing(d),
+        names(d),
         ["sitemap-0.xml", "sitemap-1.xml", "sitemap-extra.xml"]
     );
 }
