@@ -6,35 +6,13 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-#[path = "../tests/support/corpus.rs"]
-mod corpus;
+#[path = "classify_mix.rs"]
+mod classify_mix;
 
+use classify_mix::mix;
 use crawlgate::classify::{Classifier, UaClass};
 use crawlgate::rules::{Edge, Kind, RuleLists};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-
-/// Every `step`-th line of a fixture file, up to `n` lines.
-fn sample(file: &str, n: usize) -> Vec<String> {
-    let dir = corpus::isbot_fixtures().expect("isbot fixtures (cargo fetches the dev-dependency)");
-    let text = std::fs::read(dir.join(file)).expect("fixture");
-    let lines: Vec<String> = String::from_utf8_lossy(&text)
-        .lines()
-        .map(|l| l.trim_matches('"').to_owned())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let step = (lines.len() / n).max(1);
-    lines.into_iter().step_by(step).take(n).collect()
-}
-
-fn mix() -> Vec<String> {
-    let mut uas = sample("browsers.txt", 850);
-    let bots = sample("bots.txt", 150);
-    // Interleave: roughly one robot every six requests.
-    for (i, bot) in bots.into_iter().enumerate() {
-        uas.insert((i * 6).min(uas.len()), bot);
-    }
-    uas
-}
 
 /// The same rules as one RegexSet: a literal per token, case-insensitive,
 /// edge conditions as anchors and word boundaries. Exceptions are not
