@@ -98,6 +98,10 @@ pub struct Classifier {
     /// so that the CPU overlaps their table lookups.
     quick: aho_corasick::dfa::DFA,
     quick_start: StateID,
+    /// The [`HEADS`] that hold no token prefix, longest first, with the
+    /// quick DFA's state after each: a UA that starts with one is walked
+    /// from its end.
+    heads: Vec<Head>,
     /// Automaton pattern → the rules with that token (case-folded), in
     /// priority order: human exceptions first, then file order.
     groups: Vec<Vec<usize>>,
@@ -153,9 +157,10 @@ impl Classifier {
         let quick_start = quick
             .start_state(Anchored::No)
             .map_err(|_| RulesError::Internal("the quick automaton has no unanchored start"))?;
-        Ok(Self {
+        let mut classifier = Self {
             quick,
             quick_start,
+            heads: Vec::new(),
             automaton,
             groups,
             names: lists
@@ -176,6 +181,7 @@ impl Classifier {
                         word,
                         rule,
                         free: r.start == Edge::Free && r.end == Edge::Free && !r.exact_case,
+                        local: matches!(r.end, Edge::Free | Edge::Word),
                     })
                 })
                 .collect(),
@@ -183,6 +189,41 @@ impl Classifier {
             shape_groups,
             generic: lists.rules.iter().map(|r| &*r.list == "generic").collect(),
             signals: lists.signals,
+        };
+        classifier.heads = HEADS
+            .iter()
+            .filter_map(|&bytes| classifier.compile_head(bytes))
+            .collect();
+        classifier
+            .heads
+            .sort_by_key(|h| std::cmp::Reverse(h.bytes.len()));
+        Ok(classifier)
+    }
+
+    /// `bytes` as a head: the quick DFA's state after walking it, when no
+    /// token prefix ends inside it (a UA that starts with it then holds a
+    /// prefix exactly when its rest, walked on from that state, does), and
+    /// whether it settles the shape check by itself.
+    fn compile_head(&self, bytes: &'static [u8]) -> Option<Head> {
+        // The lookup compares the byte after `Mozilla/5.0 (` first.
+        if bytes.len() <= MOZILLA.len() || !bytes.starts_with(MOZILLA) {
+            return None;
+        }
+        let mut state = self.quick_start;
+        for &b in bytes {
+            state = self.quick.next_state(Anchored::No, state, b);
+            if self.quick.is_match(state) {
+                return None;
+            }
+        }
+        Some(Head {
+            bytes,
+            state,
+            // The platform mark's conditions look at most one byte past
+            // its end; inside the head, they hold for every UA it starts.
+            shaped: self
+                .platform_mark(bytes)
+                .is_some_and(|(end, local)| local && end < bytes.len()),
         })
     }
 
@@ -221,10 +262,31 @@ impl Classifier {
                 }
             }
         };
-        match self.may_match(ua) {
+        let (from, state, shaped) = match self.head_of(ua) {
+            Some(head) => (head.bytes.len(), head.state, head.shaped),
+            None => (0, self.quick_start, false),
+        };
+        match self.may_match(ua, from, state) {
             Some(from) => self.scan(ua, from),
+            // What `without_bot_token` would say, without the shape check.
+            None if shaped => Verdict {
+                class: UaClass::Human,
+                reason: Reason::NoBotToken(None),
+            },
             None => self.without_bot_token(ua, Reason::NoBotToken(None)),
         }
+    }
+
+    /// The longest head `ua` starts with.
+    #[inline]
+    fn head_of(&self, ua: &[u8]) -> Option<&Head> {
+        if ua.first_chunk::<13>() != Some(MOZILLA) {
+            return None;
+        }
+        let next = *ua.get(MOZILLA.len())?;
+        self.heads
+            .iter()
+            .find(|h| h.bytes[MOZILLA.len()] == next && ua.starts_with(h.bytes))
     }
 
     /// [`Self::classify`] without the quick check: the reference the fuzzer
@@ -237,30 +299,35 @@ impl Classifier {
         self.scan(ua, 0)
     }
 
-    /// Whether the prefix of any token occurs in `ua` (ASCII
-    /// case-insensitively). When none does, no rule can match (a token
-    /// occurrence contains its prefix), so the answer is human without a full
-    /// scan and without lowercasing a copy.
+    /// Whether the prefix of any token occurs in `ua[from..]` (ASCII
+    /// case-insensitively), walking on from the quick DFA's `state` (the
+    /// state after `ua[..from]`, in which no prefix ends). When none does,
+    /// no rule can match (a token occurrence contains its prefix), so the
+    /// answer is human without a full scan and without lowercasing a copy.
     ///
     /// When one does, returns the position from which the full scan may
     /// start: no token starts earlier, since its prefix would have ended in
     /// the part of the first lane already walked.
-    fn may_match(&self, ua: &[u8]) -> Option<usize> {
+    fn may_match(&self, ua: &[u8], from: usize, state: StateID) -> Option<usize> {
         const OVERLAP: usize = QUICK_PREFIX - 1;
-        let n = ua.len();
-        let q = n / 4;
+        let q = (ua.len() - from) / 4;
         if q <= OVERLAP {
-            return self.walk(ua, 0, self.quick_start).map(scan_start);
+            return self.walk(ua, from, state).map(scan_start);
         }
         // Lane k walks the bytes from offsets[k] on, `len` of them (the
         // last lane: to the end). Lane k > 0 starts OVERLAP bytes before
-        // k*q, so every occurrence that ends in [k*q, (k+1)*q) lies wholly
-        // in lane k; lanes may also see some of their neighbour's, which
-        // is harmless. Equal lengths keep the four walks in step to the
-        // end, with no serial tails.
+        // its quarter, so every occurrence that ends in its quarter lies
+        // wholly in lane k; lanes may also see some of their neighbour's,
+        // which is harmless. Equal lengths keep the four walks in step to
+        // the end, with no serial tails.
         let len = q + OVERLAP;
-        let offsets = [0, q - OVERLAP, 2 * q - OVERLAP, 3 * q - OVERLAP];
-        let s0 = &ua[..len];
+        let offsets = [
+            from,
+            from + q - OVERLAP,
+            from + 2 * q - OVERLAP,
+            from + 3 * q - OVERLAP,
+        ];
+        let s0 = &ua[from..from + len];
         let s1 = &ua[offsets[1]..offsets[1] + len];
         let s2 = &ua[offsets[2]..offsets[2] + len];
         let s3 = &ua[offsets[3]..];
@@ -269,7 +336,7 @@ impl Classifier {
             *sid = dfa.next_state(Anchored::No, *sid, byte);
             dfa.is_special(*sid)
         };
-        let mut ids = [self.quick_start; 4];
+        let mut ids = [state, self.quick_start, self.quick_start, self.quick_start];
         // The earliest prefix end found so far, and how many lanes (from
         // the first) may still hold an earlier one: once lane k has found
         // its first, the lanes after it can only hold later ones, and the
@@ -296,9 +363,7 @@ impl Classifier {
         if live == 4 {
             // Nothing found; only the last lane has bytes left (fewer than
             // four).
-            return self
-                .walk(s3, len, ids[3])
-                .map(|end| scan_start(offsets[3] + end));
+            return self.walk(ua, offsets[3] + len, ids[3]).map(scan_start);
         }
         Some(scan_start(earliest))
     }
@@ -380,38 +445,39 @@ impl Classifier {
     /// platform comment comes early (`Mozilla/5.0 (Windows NT …`), so the
     /// search mostly stops within the first 20 bytes.
     fn has_shape(&self, ua: &[u8]) -> bool {
-        // Fast path: the platform comment's first word is one of the common
-        // platform marks (`Mozilla/5.0 (Windows NT …`), compared in place.
-        const MOZILLA: &[u8; 13] = b"Mozilla/5.0 (";
+        self.platform_mark(ua).is_some() || self.first_shape_mark(ua).is_some()
+    }
+
+    /// The shape check's fast path: the platform comment's first word is
+    /// one of the common platform marks (`Mozilla/5.0 (Windows NT …`),
+    /// compared in place. Returns where the word ends, and whether its
+    /// rule's conditions depend on nothing past the byte after it.
+    fn platform_mark(&self, ua: &[u8]) -> Option<(usize, bool)> {
         // An array comparison: a few register compares, no memcmp call.
         let open = if ua.first_chunk::<13>() == Some(MOZILLA) {
-            Some(MOZILLA.len() - 1)
+            MOZILLA.len() - 1
         } else {
-            ua.iter().take(32).position(|&b| b == b'(')
+            ua.iter().take(32).position(|&b| b == b'(')?
         };
-        if let Some(open) = open {
-            let mut at = open + 1;
-            // `(compatible; MSIE 8.0; Windows NT …`: the platform follows.
-            const COMPATIBLE: &[u8] = b"compatible; ";
-            if ua.len() >= at + COMPATIBLE.len()
-                && ua[at..at + COMPATIBLE.len()].eq_ignore_ascii_case(COMPATIBLE)
-            {
-                at += COMPATIBLE.len();
-            }
-            let rest = &ua[at..];
-            if let Some(first) = rest.first().map(u8::to_ascii_lowercase) {
-                for p in &self.platforms {
-                    if p.first == first
-                        && rest.len() >= p.word.len()
-                        && rest[..p.word.len()].eq_ignore_ascii_case(p.word)
-                        && (p.free || self.rules[p.rule].accepts(ua, at, at + p.word.len()))
-                    {
-                        return true;
-                    }
-                }
-            }
+        let mut at = open + 1;
+        // `(compatible; MSIE 8.0; Windows NT …`: the platform follows.
+        const COMPATIBLE: &[u8] = b"compatible; ";
+        if ua.len() >= at + COMPATIBLE.len()
+            && ua[at..at + COMPATIBLE.len()].eq_ignore_ascii_case(COMPATIBLE)
+        {
+            at += COMPATIBLE.len();
         }
-        self.first_shape_mark(ua).is_some()
+        let rest = &ua[at..];
+        let first = rest.first()?.to_ascii_lowercase();
+        self.platforms
+            .iter()
+            .find(|p| {
+                p.first == first
+                    && rest.len() >= p.word.len()
+                    && rest[..p.word.len()].eq_ignore_ascii_case(p.word)
+                    && (p.free || self.rules[p.rule].accepts(ua, at, at + p.word.len()))
+            })
+            .map(|p| (at + p.word.len(), p.local))
     }
 
     /// The first rule of match `m`'s group whose edge and case conditions
@@ -474,7 +540,50 @@ struct Platform {
     rule: usize,
     /// The rule has no edge or case condition: the match alone holds.
     free: bool,
+    /// The rule's end condition looks at no more than the byte after the
+    /// word (none, or a word boundary): whether it holds is settled by
+    /// the bytes up to there.
+    local: bool,
 }
+
+/// How most browser UAs start; the shape check compares it as one array.
+const MOZILLA: &[u8; 13] = b"Mozilla/5.0 (";
+
+/// A [`HEADS`] entry that holds no token prefix (see [`Classifier::new`]).
+#[derive(Clone, Debug)]
+struct Head {
+    bytes: &'static [u8],
+    /// The quick DFA's state after `bytes`.
+    state: StateID,
+    /// `bytes` holds a platform mark whose conditions it settles: a UA
+    /// that starts with it has browser shape.
+    shaped: bool,
+}
+
+/// How the User-Agents of the common browsers start, byte for byte: the
+/// platform comments of Windows, macOS, Android, Linux, iPhone and iPad,
+/// and, where the UA-reduction of Chrome, Safari and Firefox froze them,
+/// the engine tokens after them. The quick check walks a UA that starts
+/// with one from its end, in the state the DFA has there (computed when
+/// the rules load), instead of from byte 0: a shorter walk, the same
+/// answer. A head in which a rule's token prefix ends is not used, so
+/// custom rules cannot make this wrong, only slower.
+const HEADS: [&[u8]; 14] = [
+    b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) ",
+    b"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:",
+    b"Mozilla/5.0 (Windows NT 10.0; ",
+    b"Mozilla/5.0 (Windows NT ",
+    b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) ",
+    b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) ",
+    b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:",
+    b"Mozilla/5.0 (Macintosh; Intel Mac OS X ",
+    b"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) ",
+    b"Mozilla/5.0 (Linux; Android ",
+    b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) ",
+    b"Mozilla/5.0 (X11; ",
+    b"Mozilla/5.0 (iPhone; CPU iPhone OS ",
+    b"Mozilla/5.0 (iPad; CPU OS ",
+];
 
 /// The platform words that most browsers' comments start with, tried first
 /// by the shape check (each only if the lists hold it as a mark).

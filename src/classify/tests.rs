@@ -226,7 +226,7 @@ fn the_quick_check_never_hides_a_match() {
             for at in 0..=(len - token.len()) {
                 let mut ua = filler.as_bytes()[..len].to_vec();
                 ua[at..at + token.len()].copy_from_slice(token);
-                let from = c.may_match(&ua);
+                let from = c.may_match(&ua, 0, c.quick_start);
                 assert!(
                     from.is_some_and(|from| from <= at),
                     "{} at {at} in {len} bytes: {from:?}",
@@ -274,7 +274,7 @@ fn the_scan_starts_at_or_before_the_first_of_two_tokens() {
                     let mut ua = filler.as_bytes()[..len].to_vec();
                     ua[a..a + first.len()].copy_from_slice(first);
                     ua[b..b + second.len()].copy_from_slice(second);
-                    let from = c.may_match(&ua);
+                    let from = c.may_match(&ua, 0, c.quick_start);
                     assert!(
                         from.is_some_and(|from| from <= a),
                         "{:?} at {a}, {:?} at {b}, {len} bytes: {from:?}",
@@ -315,4 +315,87 @@ fn the_shape_fast_path_agrees_with_the_mark_automaton() {
             String::from_utf8_lossy(ua)
         );
     }
+}
+
+/// Every head is in use with the embedded rules (none holds a token
+/// prefix) and settles the shape check: a rule change that disables one
+/// shows up here, not only as a slower benchmark.
+#[test]
+fn every_head_is_in_use_and_shaped() {
+    let c = classifier();
+    let used: Vec<&[u8]> = c.heads.iter().map(|h| h.bytes).collect();
+    for head in HEADS {
+        assert!(used.contains(&head), "{}", String::from_utf8_lossy(head));
+    }
+    for h in &c.heads {
+        assert!(h.shaped, "{}", String::from_utf8_lossy(h.bytes));
+    }
+    // Longest first: a UA finds its longest head.
+    assert!(c
+        .heads
+        .windows(2)
+        .all(|w| w[0].bytes.len() >= w[1].bytes.len()));
+}
+
+/// After a head, the walk from the head's state finds every token at every
+/// offset, and the verdict is the full scan's: every token placed right
+/// after each head, and at every offset of the rest of UAs of several
+/// lengths.
+#[test]
+fn a_head_never_hides_a_match() {
+    let c = classifier();
+    let filler = "Gecko/20100101 Firefox/133.0 Safari/537.36 Mobile/15E148 ".repeat(8);
+    let tokens: Vec<&Rule> = c.rules().iter().filter(|r| r.kind != Kind::Shape).collect();
+    for head in &c.heads {
+        for rule in &tokens {
+            let token = rule.token.as_bytes();
+            for rest in [token.len(), 9, 40, 63, 64, 65, 137] {
+                if rest < token.len() {
+                    continue;
+                }
+                for at in 0..=(rest - token.len()) {
+                    let mut ua = head.bytes.to_vec();
+                    ua.extend_from_slice(&filler.as_bytes()[..rest]);
+                    let at = head.bytes.len() + at;
+                    ua[at..at + token.len()].copy_from_slice(token);
+                    assert_eq!(
+                        c.classify(Some(&ua)),
+                        c.scan(&ua, 0),
+                        "{}",
+                        String::from_utf8_lossy(&ua)
+                    );
+                }
+            }
+        }
+        // The head alone, and cut short: no token, browser shape.
+        for len in MOZILLA.len()..=head.bytes.len() {
+            let ua = &head.bytes[..len];
+            assert_eq!(c.classify(Some(ua)), c.scan(ua, 0));
+        }
+    }
+}
+
+/// A token whose prefix ends inside a head (custom rules can hold one)
+/// turns that head off, so the token is still found.
+#[test]
+fn a_head_holding_a_token_is_not_used() {
+    let mut lists = RuleLists::embedded();
+    lists.rules.push(Rule {
+        kind: Kind::Bot,
+        list: "custom".into(),
+        token: "cpu iphone os".into(),
+        start: Edge::Free,
+        end: Edge::Free,
+        exact_case: false,
+        line: 1,
+    });
+    let c = Classifier::new(&lists).expect("compiles");
+    assert!(!c
+        .heads
+        .iter()
+        .any(|h| h.bytes.starts_with(b"Mozilla/5.0 (iPhone")));
+    let ua = b"Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148";
+    assert_eq!(explain(&c, ua), "bot custom:cpu iphone os");
+    // The embedded rules use the head, and the UA is human.
+    assert_eq!(explain(&classifier(), ua), "human no-bot-token");
 }
