@@ -205,10 +205,8 @@ impl Classifier {
     /// prefix exactly when its rest, walked on from that state, does), and
     /// whether it settles the shape check by itself.
     fn compile_head(&self, bytes: &'static [u8]) -> Option<Head> {
-        // The lookup compares the byte after `Mozilla/5.0 (` first.
-        if bytes.len() <= MOZILLA.len() || !bytes.starts_with(MOZILLA) {
-            return None;
-        }
+        // The lookup compares the first bytes as an array first.
+        let key = *bytes.first_chunk::<HEAD_KEY>()?;
         let mut state = self.quick_start;
         for &b in bytes {
             state = self.quick.next_state(Anchored::No, state, b);
@@ -217,6 +215,7 @@ impl Classifier {
             }
         }
         Some(Head {
+            key,
             bytes,
             state,
             // The platform mark's conditions look at most one byte past
@@ -280,13 +279,14 @@ impl Classifier {
     /// The longest head `ua` starts with.
     #[inline]
     fn head_of(&self, ua: &[u8]) -> Option<&Head> {
-        if ua.first_chunk::<13>() != Some(MOZILLA) {
+        let key = ua.first_chunk::<HEAD_KEY>()?;
+        // Every head starts with `Mozilla/`: most robots stop here.
+        if key[0] != b'M' {
             return None;
         }
-        let next = *ua.get(MOZILLA.len())?;
         self.heads
             .iter()
-            .find(|h| h.bytes[MOZILLA.len()] == next && ua.starts_with(h.bytes))
+            .find(|h| h.key == *key && ua.starts_with(h.bytes))
     }
 
     /// [`Self::classify`] without the quick check: the reference the fuzzer
@@ -552,6 +552,8 @@ const MOZILLA: &[u8; 13] = b"Mozilla/5.0 (";
 /// A [`HEADS`] entry that holds no token prefix (see [`Classifier::new`]).
 #[derive(Clone, Debug)]
 struct Head {
+    /// Its first [`HEAD_KEY`] bytes, compared as an array before the rest.
+    key: [u8; HEAD_KEY],
     bytes: &'static [u8],
     /// The quick DFA's state after `bytes`.
     state: StateID,
@@ -560,15 +562,20 @@ struct Head {
     shaped: bool,
 }
 
+/// How many bytes of a head [`Classifier::head_of`] compares as an array
+/// (`Mozilla/5.0 (W`); shorter heads are not used.
+const HEAD_KEY: usize = 14;
+
 /// How the User-Agents of the common browsers start, byte for byte: the
 /// platform comments of Windows, macOS, Android, Linux, iPhone and iPad,
 /// and, where the UA-reduction of Chrome, Safari and Firefox froze them,
-/// the engine tokens after them. The quick check walks a UA that starts
+/// the engine tokens after them; Internet Explorer's and the classic
+/// crawler's `(compatible; `. The quick check walks a UA that starts
 /// with one from its end, in the state the DFA has there (computed when
 /// the rules load), instead of from byte 0: a shorter walk, the same
 /// answer. A head in which a rule's token prefix ends is not used, so
 /// custom rules cannot make this wrong, only slower.
-const HEADS: [&[u8]; 14] = [
+const HEADS: [&[u8]; 17] = [
     b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) ",
     b"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:",
     b"Mozilla/5.0 (Windows NT 10.0; ",
@@ -583,6 +590,9 @@ const HEADS: [&[u8]; 14] = [
     b"Mozilla/5.0 (X11; ",
     b"Mozilla/5.0 (iPhone; CPU iPhone OS ",
     b"Mozilla/5.0 (iPad; CPU OS ",
+    b"Mozilla/5.0 (compatible; MSIE ",
+    b"Mozilla/4.0 (compatible; MSIE ",
+    b"Mozilla/5.0 (compatible; ",
 ];
 
 /// The platform words that most browsers' comments start with, tried first
