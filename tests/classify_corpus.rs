@@ -125,6 +125,33 @@ fn evidence(classifier: &Classifier, corpora: &[Corpus]) -> Vec<BTreeSet<usize>>
     seen
 }
 
+/// The shortcuts (the quick check, the browser heads, the shape fast path)
+/// change no verdict and no reason on any UA of any source: the same as
+/// scanning every UA whole.
+#[test]
+fn the_shortcuts_agree_with_the_full_scan_on_every_ua() {
+    let corpora = match corpus::load_all() {
+        Ok(c) => c,
+        Err(why) => return corpus::missing(&why),
+    };
+    let classifier = Classifier::new(&RuleLists::embedded()).expect("rules compile");
+    let mut checked = 0;
+    for c in &corpora {
+        for ua in &c.uas {
+            let ua = ua.as_bytes();
+            assert_eq!(
+                classifier.classify(Some(ua)),
+                classifier.classify_without_quick_check(ua),
+                "{}: {}",
+                c.name,
+                String::from_utf8_lossy(ua)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100_000, "only {checked} UAs");
+}
+
 #[test]
 fn recall_and_false_positives_per_source_tuned_and_left_out() {
     let corpora = match corpus::load_all() {
