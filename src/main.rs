@@ -309,10 +309,13 @@ fn check_config(file: &std::path::Path) -> ExitCode {
 
 /// Exit code for input data that cannot be used (EX_DATAERR).
 const EXIT_DATA: u8 = 65;
+/// Exit code when another build of the same set is running: try again
+/// later (EX_TEMPFAIL).
+const EXIT_BUSY: u8 = 75;
 
 fn sitemap(command: SitemapCommand) -> ExitCode {
     use crawlgate::sitemap::build::{self, BuildError, Options, Target};
-    use crawlgate::sitemap::{index, SetWriter};
+    use crawlgate::sitemap::{index, SetError, SetWriter};
     match command {
         SitemapCommand::Build {
             dir,
@@ -336,9 +339,14 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                 Err(err) => return fail(EXIT_CONFIG, &err),
             };
             options.allow_empty = allow_empty;
-            let target = match SetWriter::new(&dir, &options.prefix) {
-                Ok(_) if dry_run => Target::DryRun(&dir),
-                Ok(set) => Target::Write(set),
+            let target = if dry_run {
+                SetWriter::check(&dir, &options.prefix).map(|()| Target::DryRun(&dir))
+            } else {
+                SetWriter::new(&dir, &options.prefix).map(Target::Write)
+            };
+            let target = match target {
+                Ok(target) => target,
+                Err(err @ SetError::Busy { .. }) => return fail(EXIT_BUSY, &err),
                 Err(err) => return fail(EXIT_CONFIG, &err),
             };
             let (name, mut reader): (String, Box<dyn io::BufRead>) = match &input {
@@ -463,6 +471,9 @@ fn sitemap_from_dir(
         }
         Err(err @ (ExportError::Empty(_) | ExportError::TooBig { .. })) => fail(EXIT_DATA, &err),
         Err(err @ ExportError::Out(..)) => fail(EXIT_CONFIG, &err),
+        Err(err @ ExportError::Set(crawlgate::sitemap::SetError::Busy { .. })) => {
+            fail(EXIT_BUSY, &err)
+        }
         Err(err) => fail(1, &err),
     }
 }

@@ -18,11 +18,20 @@
 //! A file whose new content is byte for byte the one in place is left
 //! alone, date included, so that crawlers' conditional requests keep
 //! getting 304 for what did not change.
+//!
+//! Two writers of one prefix at once (a cron job that overran its
+//! interval) would mix their files and remove each other's: a prefixed
+//! set holds an exclusive lock on `.<prefix>.lock` in the folder for its
+//! whole life, and a second writer fails at once ([`SetError::Busy`]).
+//! The lock is the kernel's (`flock`), released when the writer is
+//! dropped or its process dies, so a crash leaves no stale lock; the
+//! empty file stays, and is never served (names starting with `.` are
+//! not).
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Permissions};
 use std::io::{self, BufWriter};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use tempfile::{NamedTempFile, TempPath};
@@ -57,6 +66,14 @@ pub enum SetError {
     /// The same file named twice in one set.
     #[error("{0}: named twice in one set")]
     Twice(String),
+    /// Another writer holds the prefix's lock.
+    #[error("{}: another build of the set {prefix:?} is writing in this folder; run one at a time", lock.display())]
+    Busy {
+        /// The set's prefix.
+        prefix: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
     /// The folder or a file in it.
     #[error("{path}: {source}")]
     Io {
@@ -93,6 +110,9 @@ pub struct SetWriter {
     /// Files written, synced and closed, waiting for the commit (each
     /// removed if dropped).
     done: Vec<(String, TempPath)>,
+    /// The prefix's lock, held until the writer is dropped (the kernel
+    /// releases it with the descriptor).
+    _lock: Option<File>,
 }
 
 /// What a committed set changed.
@@ -107,31 +127,54 @@ pub struct Committed {
 }
 
 impl SetWriter {
-    /// A set of `prefix`'s files in `dir` (which must exist).
+    /// A set of `prefix`'s files in `dir` (which must exist), holding the
+    /// prefix's lock: [`SetError::Busy`] while another writer holds it.
     pub fn new(dir: &Path, prefix: &str) -> Result<Self, SetError> {
+        Self::check(dir, prefix)?;
+        let path = dir.join(format!(".{prefix}.lock"));
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(FILE_MODE)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(SetError::Busy {
+                    prefix: prefix.to_owned(),
+                    lock: path,
+                })
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(io_error(&path)(e)),
+        }
+        Ok(Self::in_dir(dir, Some(prefix.to_owned()), Some(lock)))
+    }
+
+    /// What [`SetWriter::new`] checks before it takes the lock (a usable
+    /// prefix, an existing folder), without writing anything: for dry
+    /// runs.
+    pub fn check(dir: &Path, prefix: &str) -> Result<(), SetError> {
         check_name(prefix)?;
-        Self::in_dir(dir, Some(prefix.to_owned()))
+        check_dir(dir)
     }
 
     /// A set of named files in `dir` that removes nothing else (the
-    /// index).
+    /// index). Unlocked: each file is replaced whole, whoever writes it.
     pub fn named(dir: &Path) -> Result<Self, SetError> {
-        Self::in_dir(dir, None)
+        check_dir(dir)?;
+        Ok(Self::in_dir(dir, None, None))
     }
 
-    fn in_dir(dir: &Path, prefix: Option<String>) -> Result<Self, SetError> {
-        if !dir.is_dir() {
-            return Err(SetError::Io {
-                path: dir.to_owned(),
-                source: io::Error::new(io::ErrorKind::NotFound, "not a folder"),
-            });
-        }
-        Ok(Self {
+    fn in_dir(dir: &Path, prefix: Option<String>, lock: Option<File>) -> Self {
+        Self {
             dir: dir.to_owned(),
             prefix,
             current: None,
             done: Vec::new(),
-        })
+            _lock: lock,
+        }
     }
 
     /// Appends to the file created last.
@@ -199,8 +242,13 @@ impl SetWriter {
     pub fn commit(mut self) -> Result<Committed, SetError> {
         // The last thing that can fail before anything is replaced.
         self.finish_current()?;
+        // The lock, if any, is held until the stale files are removed.
         let Self {
-            dir, prefix, done, ..
+            dir,
+            prefix,
+            done,
+            _lock,
+            ..
         } = self;
         let written: BTreeSet<String> = done.iter().map(|(name, _)| name.clone()).collect();
         let mut committed = Committed::default();
@@ -252,6 +300,17 @@ pub fn remove_stale(
         fs::remove_file(&path).map_err(io_error(&path))?;
     }
     Ok(names)
+}
+
+fn check_dir(dir: &Path) -> Result<(), SetError> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(SetError::Io {
+            path: dir.to_owned(),
+            source: io::Error::new(io::ErrorKind::NotFound, "not a folder"),
+        })
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SetError> {

@@ -38,10 +38,12 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The folder's files, without the sets' lock files (`.<prefix>.lock`).
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("dir")
         .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+        .filter(|n| !(n.starts_with('.') && n.ends_with(".lock")))
         .collect();
     names.sort();
     names
@@ -190,7 +192,8 @@ fn dry_run_prints_json_and_errors_name_the_line() {
         })
         .collect();
     assert_eq!(files, [("sitemap-0.xml", 2), ("sitemap-1.xml", 1)]);
-    assert!(listing(dir.path()).is_empty(), "a dry run writes nothing");
+    let all = std::fs::read_dir(dir.path()).expect("dir").count();
+    assert_eq!(all, 0, "a dry run writes nothing, not even a lock file");
 
     let out = sitemap(
         &[&["build"], &base[..]].concat(),
@@ -219,6 +222,43 @@ fn dry_run_prints_json_and_errors_name_the_line() {
         text(&out.stderr)
     );
     assert!(!dir.path().join("sitemap.xml").exists());
+}
+
+/// A build that starts while another build of the same set runs (a cron
+/// job that overran) stops at once with EX_TEMPFAIL and touches nothing;
+/// once the first is done, the next goes ahead. The first build is played
+/// by this process holding the set's lock.
+#[test]
+fn a_second_build_of_one_set_is_refused_while_the_first_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let args = [
+        "build",
+        "--dir",
+        d,
+        "--base-url",
+        "https://example.com",
+        "--prefix",
+        "books",
+    ];
+    let lock = std::fs::File::create(dir.path().join(".books.lock")).expect("lock file");
+    lock.try_lock().expect("lock");
+    let out = sitemap(&args, "1\t\t/a\n");
+    assert_eq!(out.status.code(), Some(75), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("another build of the set \"books\" is writing in this folder"),
+        "{stderr}"
+    );
+    assert!(listing(dir.path()).is_empty(), "nothing written");
+    // Another set is not held up.
+    let other = [&args[..5], &["--prefix", "products"]].concat();
+    let out = sitemap(&other, "1\t\t/p\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    drop(lock);
+    let out = sitemap(&args, "1\t\t/a\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(listing(dir.path()), ["books-0.xml", "products-0.xml"]);
 }
 
 /// Starts a proxy serving `dir` at /sitemaps/, in front of a recording

@@ -9,6 +9,9 @@ pub(in crate::sitemap) fn names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(dir)
         .expect("dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        // The sets' lock files (`.<prefix>.lock`) stay; they are not files
+        // of a set. Temporary files (also hidden) are listed.
+        .filter(|n| !(n.starts_with('.') && n.ends_with(".lock")))
         .collect();
     names.sort();
     names
@@ -163,4 +166,33 @@ fn bad_prefixes_and_folders_are_refused() {
         assert!(SetWriter::new(dir.path(), prefix).is_err(), "{prefix:?}");
     }
     assert!(SetWriter::new(&dir.path().join("missing"), "sitemap").is_err());
+}
+
+#[test]
+fn one_writer_per_prefix_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let mut first = SetWriter::new(d, "books").expect("writer");
+    first.create("books-1.xml").expect("create");
+    first.write_current(b"<urlset/>").expect("write");
+    let busy = SetWriter::new(d, "books")
+        .err()
+        .expect("second writer refused");
+    assert!(matches!(busy, SetError::Busy { .. }), "{busy}");
+    let message = busy.to_string();
+    assert!(
+        message.contains(".books.lock") && message.contains("\"books\""),
+        "{message}"
+    );
+    // Another prefix, the index and a dry run's check are not held up.
+    SetWriter::new(d, "products").expect("another prefix");
+    SetWriter::named(d).expect("named set");
+    SetWriter::check(d, "books").expect("check");
+    first.commit().expect("commit");
+    // Committed (or dropped): the next build goes ahead.
+    let second = SetWriter::new(d, "books").expect("after the first");
+    drop(second);
+    SetWriter::new(d, "books").expect("after a dropped writer");
+    assert_eq!(names(d), ["books-1.xml"]);
+    assert!(d.join(".books.lock").is_file());
 }
