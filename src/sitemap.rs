@@ -31,7 +31,7 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File, Permissions};
 use std::io::{self, BufWriter};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use tempfile::{NamedTempFile, TempPath};
@@ -132,13 +132,22 @@ impl SetWriter {
     pub fn new(dir: &Path, prefix: &str) -> Result<Self, SetError> {
         Self::check(dir, prefix)?;
         let path = dir.join(format!(".{prefix}.lock"));
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(FILE_MODE)
-            .open(&path)
-            .map_err(io_error(&path))?;
+        // Read-only is enough to lock, so any user who may read the set
+        // may take its lock; the first build creates the file, readable
+        // and writable by the group as the set's files are.
+        let lock = match File::open(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .and_then(|file| {
+                    fs::set_permissions(&path, Permissions::from_mode(FILE_MODE))?;
+                    Ok(file)
+                }),
+            opened => opened,
+        }
+        .map_err(io_error(&path))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
