@@ -16,7 +16,7 @@ use http_body_util::{Either, Full};
 
 use crate::proxy::ResponseBody;
 use crate::robots::Representation;
-use crate::sitemap::serve::{FileBody, Kind, Opened};
+use crate::sitemap::serve::{Content, FileBody, Kind, Opened};
 use crate::validators::http_date;
 
 /// The body of every response: streamed from the upstream, ours in full,
@@ -116,7 +116,7 @@ pub fn not_modified(etag: HeaderValue, last_modified: Option<SystemTime>) -> Res
     res
 }
 
-/// A sitemap file, streamed (no body for HEAD).
+/// A sitemap file, streamed or as read (no body for HEAD).
 pub fn sitemap_file(
     opened: Opened,
     kind: Kind,
@@ -124,10 +124,10 @@ pub fn sitemap_file(
     head: bool,
 ) -> Response<Body> {
     let len = opened.len;
-    let body = if head {
-        Either::Left(Full::new(Bytes::new()))
-    } else {
-        Either::Right(FileBody::new(opened.file, len))
+    let body = match opened.content {
+        _ if head => Either::Left(Full::new(Bytes::new())),
+        Content::Read(bytes) => Either::Left(Full::new(bytes)),
+        Content::File(file) => Either::Right(FileBody::new(file, len)),
     };
     let mut res = Response::new(Either::Right(body));
     let headers = res.headers_mut();

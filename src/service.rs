@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use http::header::{
-    HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, STRICT_TRANSPORT_SECURITY,
-    TRANSFER_ENCODING, USER_AGENT,
+    HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH,
+    STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING, USER_AGENT,
 };
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::Either;
@@ -993,7 +993,12 @@ async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response
     let Some((name, kind)) = sitemap::serve::file_name(req.uri().path()) else {
         return response::not_found();
     };
-    match sitemaps.open(name).await {
+    // A plain GET of a small file (the index) is read with the open; a
+    // conditional one may well end in 304, with nothing to read.
+    let conditional =
+        req.headers().contains_key(IF_NONE_MATCH) || req.headers().contains_key(IF_MODIFIED_SINCE);
+    let read_small = req.method() == Method::GET && !conditional;
+    match sitemaps.open(name, read_small).await {
         Ok(Some(opened)) if sitemap::serve::not_modified(req.headers(), &opened) => {
             response::sitemap_not_modified(opened, sitemaps.cache_control.clone())
         }

@@ -77,11 +77,11 @@ pub fn file_name(path: &str) -> Option<(&str, Kind)> {
 }
 
 /// An open file to serve, with its validators (from the open file, so
-/// they describe what is streamed).
+/// they describe what is sent).
 #[derive(Debug)]
 pub struct Opened {
-    /// The file, at its start.
-    pub file: tokio::fs::File,
+    /// What is sent.
+    pub content: Content,
     /// Its size.
     pub len: u64,
     /// Its modification time, whole seconds (an HTTP date has no more).
@@ -90,43 +90,94 @@ pub struct Opened {
     pub etag: HeaderValue,
 }
 
+/// A file's bytes: still on disk, or already read.
+#[derive(Debug)]
+pub enum Content {
+    /// The open file, at its start, to be streamed.
+    File(tokio::fs::File),
+    /// The whole file, read with the open (a small file asked for whole).
+    Read(Bytes),
+}
+
 impl Sitemaps {
-    /// Opens `name` in the folder. `Ok(None)`: nothing servable there (no
-    /// such file, not a regular file, or a link leading out of the
-    /// folder).
-    pub async fn open(&self, name: &str) -> io::Result<Option<Opened>> {
-        let dir = match tokio::fs::canonicalize(&self.dir).await {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let path = match tokio::fs::canonicalize(dir.join(name)).await {
-            Ok(path) => path,
-            Err(e) if gone(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        if !inside(&dir, &path) {
-            return Ok(None);
-        }
-        let file = match tokio::fs::File::open(&path).await {
-            Ok(file) => file,
-            Err(e) if gone(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let meta = file.metadata().await?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
-        let modified = meta.modified()?;
-        let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let etag = format!("\"{:x}-{:x}\"", meta.len(), since_epoch.as_nanos());
-        Ok(Some(Opened {
-            file,
-            len: meta.len(),
-            modified: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
-            etag: HeaderValue::try_from(etag).unwrap_or(HeaderValue::from_static("\"0\"")),
+    /// Opens `name` in the folder; with `read_small`, a file of at most
+    /// one chunk is read whole at once. `Ok(None)`: nothing servable
+    /// there (no such file, not a regular file, or a link leading out of
+    /// the folder).
+    ///
+    /// Resolving, opening, the metadata and the small read are blocking
+    /// calls: they run together in one trip to the blocking pool, not one
+    /// trip each.
+    pub async fn open(&self, name: &str, read_small: bool) -> io::Result<Option<Opened>> {
+        let dir = self.dir.clone();
+        let name = name.to_owned();
+        let opened = tokio::task::spawn_blocking(move || open_blocking(&dir, &name, read_small))
+            .await
+            .map_err(io::Error::other)??;
+        Ok(opened.map(|(file, content, meta)| {
+            let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+            let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
+            let etag = format!("\"{:x}-{:x}\"", meta.len(), since_epoch.as_nanos());
+            Opened {
+                content: match content {
+                    Some(bytes) => Content::Read(bytes),
+                    None => Content::File(tokio::fs::File::from_std(file)),
+                },
+                len: meta.len(),
+                modified: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
+                etag: HeaderValue::try_from(etag).unwrap_or(HeaderValue::from_static("\"0\"")),
+            }
         }))
     }
+}
+
+/// The blocking half of [`Sitemaps::open`]: the file, its content when
+/// read, and its metadata.
+#[allow(clippy::type_complexity)]
+fn open_blocking(
+    dir: &Path,
+    name: &str,
+    read_small: bool,
+) -> io::Result<Option<(std::fs::File, Option<Bytes>, std::fs::Metadata)>> {
+    use std::io::Read;
+    let dir = match std::fs::canonicalize(dir) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let path = match std::fs::canonicalize(dir.join(name)) {
+        Ok(path) => path,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !inside(&dir, &path) {
+        return Ok(None);
+    }
+    let mut file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    // Also checks `modified` here, where an error can still be returned.
+    meta.modified()?;
+    let content = if read_small && meta.len() <= CHUNK as u64 {
+        let mut buf = Vec::with_capacity(meta.len() as usize);
+        (&mut file).take(meta.len()).read_to_end(&mut buf)?;
+        if buf.len() as u64 != meta.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file became shorter while it was read",
+            ));
+        }
+        Some(Bytes::from(buf))
+    } else {
+        None
+    };
+    Ok(Some((file, content, meta)))
 }
 
 /// Not there, or not for us to read.
