@@ -1,10 +1,11 @@
-//! The load benchmark's smoke mode: a few seconds per scenario of
-//! `bench/load.sh --smoke` (crawlgate, crawlgate with shedding and the
-//! robots cache on, and the 25-token nginx peer in front of an
+//! The benchmarks' smoke runs. The load benchmark: a few seconds per
+//! scenario of `bench/load.sh --smoke` (crawlgate, crawlgate with shedding
+//! and the robots cache on, and the 25-token nginx peer in front of an
 //! nginx origin, wrk as the load), checking only that every scenario
 //! produced the expected status mix and that both streams moved every
-//! byte. The measured run is `bench/load.sh` without `--smoke` (see
-//! bench/README.md); it is too long for the test suite.
+//! byte; and one short round of `bench/sitemap_serve.sh`. The measured runs
+//! are the scripts with their defaults (see bench/README.md); they are too
+//! long for the test suite.
 
 use std::process::Command;
 
@@ -48,4 +49,45 @@ fn load_benchmark_smoke() {
         "{stdout}"
     );
     assert!(stdout.contains("## Memory and streaming"), "{stdout}");
+}
+
+/// The sitemap serving benchmark, one short round: it checks by itself
+/// that crawlgate and nginx send the file byte for byte and answer 304 to
+/// their own ETag (and exits non-zero otherwise); here, also that every
+/// scenario ran without an error response.
+#[test]
+fn sitemap_serving_benchmark_smoke() {
+    let tools = ["nginx", "wrk", "curl", "python3", "taskset"];
+    if tools
+        .iter()
+        .any(|tool| required_tool(tool, REQUIRE_BENCH).is_none())
+    {
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("bash")
+        .arg(format!("{root}/bench/sitemap_serve.sh"))
+        .env("CRAWLGATE_BIN", env!("CARGO_BIN_EXE_crawlgate"))
+        .env("DURATION", "1")
+        .env("ROUNDS", "1")
+        .current_dir(root)
+        .output()
+        .expect("run bench/sitemap_serve.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert!(out.status.success(), "bench/sitemap_serve.sh failed");
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            l.starts_with("| full ") || l.starts_with("| 304 ") || l.starts_with("| index ")
+        })
+        .collect();
+    assert_eq!(rows.len(), 6, "three scenarios × two servers:\n{stdout}");
+    for row in rows {
+        // Columns: scenario, server, req/s, CPU, errors, ratio.
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[5], "0", "error responses: {row}");
+        assert!(!cells[3].starts_with("0;"), "no requests: {row}");
+    }
 }
