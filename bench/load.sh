@@ -39,49 +39,18 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 IDLE_CONNS=${IDLE_CONNS:-5000}
 STREAM_MIB=${STREAM_MIB:-1024}
-PROXY_CPU=${PROXY_CPU:-0}
-if (($(nproc) > 1)); then LOAD_CPU=${LOAD_CPU:-1}; else LOAD_CPU=${LOAD_CPU:-0}; fi
-
-for tool in nginx wrk python3 curl taskset; do
-    command -v "$tool" >/dev/null || { echo "bench/load.sh: $tool is missing (apt-get install nginx-light wrk curl python3 util-linux)" >&2; exit 2; }
-done
+BENCH=bench/load.sh
+# shellcheck source=bench/common.sh
+source bench/common.sh
+need_tools nginx wrk python3 curl taskset
 NGINX=$(command -v nginx)
-if [[ -z ${CRAWLGATE_BIN:-} ]]; then
-    cargo build --release --quiet
-    CRAWLGATE_BIN=$ROOT/target/release/crawlgate
-fi
-
-RUN=$(mktemp -d /tmp/crawlgate-bench.XXXXXX)
-chmod 755 "$RUN"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    done
-    rm -rf "$RUN"
-}
-trap cleanup EXIT
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-
-# Below the ephemeral range (32768 and up by default), so that no outgoing
-# connection holds a port the proxies must bind.
-read -r EPHEMERAL_LOW _ < /proc/sys/net/ipv4/ip_local_port_range
-BASE=$((10000 + $$ % (EPHEMERAL_LOW - 10010)))
+crawlgate_bin
+scratch crawlgate-bench
+port_base 7
 ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2)) STREAM_PORT=$((BASE + 3))
 PEER_TLS_PORT=$((BASE + 4)) CG_TLS_PORT=$((BASE + 5))
 RESULTS=$RUN/results.tsv
 : > "$RESULTS"
-
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bench/load.sh: nothing listens on port $1" >&2
-    exit 1
-}
 
 # --- the origin: nginx, 1 worker, a 2 KB page and a large body ------------
 mkdir -p "$RUN/www"

@@ -25,44 +25,15 @@ cd "$ROOT"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-16}
-PROXY_CPU=${PROXY_CPU:-0}
-if (($(nproc) > 1)); then LOAD_CPU=${LOAD_CPU:-1}; else LOAD_CPU=${LOAD_CPU:-0}; fi
-
-for tool in nginx wrk python3 curl taskset; do
-    command -v "$tool" >/dev/null || { echo "bench/sitemap_serve.sh: $tool is missing (apt-get install nginx-light wrk curl python3 util-linux)" >&2; exit 2; }
-done
+BENCH=bench/sitemap_serve.sh
+# shellcheck source=bench/common.sh
+source bench/common.sh
+need_tools nginx wrk python3 curl taskset
 NGINX=$(command -v nginx)
-if [[ -z ${CRAWLGATE_BIN:-} ]]; then
-    cargo build --release --quiet
-    CRAWLGATE_BIN=$ROOT/target/release/crawlgate
-fi
-
-RUN=$(mktemp -d /tmp/crawlgate-sitemap-bench.XXXXXX)
-chmod 755 "$RUN"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    done
-    rm -rf "$RUN"
-}
-trap cleanup EXIT
-ulimit -n 65536 2>/dev/null || true
-
-read -r EPHEMERAL_LOW _ < /proc/sys/net/ipv4/ip_local_port_range
-BASE=$((10000 + $$ % (EPHEMERAL_LOW - 10010)))
+crawlgate_bin
+scratch crawlgate-sitemap-bench
+port_base 3
 NGINX_PORT=$BASE CG_PORT=$((BASE + 1)) SITE_PORT=$((BASE + 2))
-
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bench/sitemap_serve.sh: nothing listens on port $1" >&2
-    exit 1
-}
 
 # --- the folder ------------------------------------------------------------
 mkdir "$RUN/sitemaps"

@@ -11,32 +11,45 @@ use std::process::Command;
 
 use crawlgate::testing::{required_tool, REQUIRE_BENCH};
 
-#[test]
-fn load_benchmark_smoke() {
+/// Runs `bench/<script>` with `args` and `envs`, this build's binary as
+/// `CRAWLGATE_BIN`, and asserts it succeeded; its standard output, or
+/// `None` when a tool it needs is missing (outside CI).
+fn run_bench(script: &str, args: &[&str], envs: &[(&str, &str)]) -> Option<String> {
     let tools = ["nginx", "wrk", "curl", "python3", "taskset"];
     if tools
         .iter()
         .any(|tool| required_tool(tool, REQUIRE_BENCH).is_none())
     {
-        return;
+        return None;
     }
     let root = env!("CARGO_MANIFEST_DIR");
     let out = Command::new("bash")
-        .arg(format!("{root}/bench/load.sh"))
-        .arg("--smoke")
+        .arg(format!("{root}/bench/{script}"))
+        .args(args)
         .env("CRAWLGATE_BIN", env!("CARGO_BIN_EXE_crawlgate"))
-        // Also crawlgate with shedding and the robots cache on, and the
-        // robots-only scenario.
-        .env("PROTECT", "1")
-        // And crawlgate with crawler verification on (lists from files).
-        .env("VERIFY", "1")
+        .envs(envs.iter().copied())
         .current_dir(root)
         .output()
-        .expect("run bench/load.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .expect("run a benchmark script");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}\n{stderr}");
-    assert!(out.status.success(), "bench/load.sh --smoke failed");
+    assert!(out.status.success(), "bench/{script} failed");
+    Some(stdout)
+}
+
+#[test]
+fn load_benchmark_smoke() {
+    let envs = [
+        // Also crawlgate with shedding and the robots cache on, and the
+        // robots-only scenario.
+        ("PROTECT", "1"),
+        // And crawlgate with crawler verification on (lists from files).
+        ("VERIFY", "1"),
+    ];
+    let Some(stdout) = run_bench("load.sh", &["--smoke"], &envs) else {
+        return;
+    };
     let checks = stdout.lines().filter(|l| l.starts_with("smoke ")).count();
     // origin pass + (mixed, pass, robots, mixed-logged) × (crawlgate,
     // crawlgate-protect, crawlgate-verify, nginx-lean)
@@ -57,26 +70,10 @@ fn load_benchmark_smoke() {
 /// scenario ran without an error response.
 #[test]
 fn sitemap_serving_benchmark_smoke() {
-    let tools = ["nginx", "wrk", "curl", "python3", "taskset"];
-    if tools
-        .iter()
-        .any(|tool| required_tool(tool, REQUIRE_BENCH).is_none())
-    {
+    let envs = [("DURATION", "1"), ("ROUNDS", "1")];
+    let Some(stdout) = run_bench("sitemap_serve.sh", &[], &envs) else {
         return;
-    }
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = Command::new("bash")
-        .arg(format!("{root}/bench/sitemap_serve.sh"))
-        .env("CRAWLGATE_BIN", env!("CARGO_BIN_EXE_crawlgate"))
-        .env("DURATION", "1")
-        .env("ROUNDS", "1")
-        .current_dir(root)
-        .output()
-        .expect("run bench/sitemap_serve.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}\n{stderr}");
-    assert!(out.status.success(), "bench/sitemap_serve.sh failed");
+    };
     let rows: Vec<&str> = stdout
         .lines()
         .filter(|l| {
