@@ -462,6 +462,12 @@ async fn only_plain_files_inside_the_folder_are_served() {
     std::os::unix::fs::symlink(root.path().join("secret.xml"), dir.join("leak.xml"))
         .expect("symlink");
     std::os::unix::fs::symlink(dir.join("sitemap-0.xml"), dir.join("alias.xml")).expect("symlink");
+    // A named pipe: opening it to read would wait for a writer forever.
+    let made = Command::new("mkfifo")
+        .arg(dir.join("pipe.xml"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
     let (upstream, proxy) = serving(&dir, "").await;
 
     let ok = get(proxy.addr, "example.com", "/sitemaps/alias.xml", None).await;
@@ -488,12 +494,18 @@ async fn only_plain_files_inside_the_folder_are_served() {
         "/sitemaps/.sitemap-1.xml.x1y2.tmp",
         "/sitemaps/notes.php",
         "/sitemaps/folder.xml",
+        "/sitemaps/pipe.xml",
         "/sitemaps/missing.xml",
         "/sitemaps/",
         "/sitemaps/sitemap-0.xml/",
         "/sitemaps//etc/passwd",
     ] {
-        let res = get(proxy.addr, "example.com", target, None).await;
+        let res = tokio::time::timeout(
+            Duration::from_secs(10),
+            get(proxy.addr, "example.com", target, None),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{target}: no answer in 10 s"));
         assert_eq!(res.status, 404, "{target}");
         assert!(!res.text().contains("secret"), "{target}");
     }

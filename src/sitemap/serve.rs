@@ -153,6 +153,16 @@ fn open_blocking(
     if !inside(&dir, &path) {
         return Ok(None);
     }
+    // Only a regular file is opened: opening a named pipe or a device to
+    // read can wait forever (and hold up shutdown, which waits for this
+    // thread). The open file is checked again below, in case it was
+    // replaced in between.
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Ok(None),
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    }
     let mut file = match std::fs::File::open(&path) {
         Ok(file) => file,
         Err(e) if gone(&e) => return Ok(None),
