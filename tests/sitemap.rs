@@ -29,7 +29,12 @@ fn sitemap(args: &[&str], stdin: &str) -> Output {
         .spawn()
         .expect("run crawlgate");
     let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
+    // A command that fails before it reads its input (a refused flag, a
+    // set another build holds) may be gone already.
+    match input.write_all(stdin.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => panic!("write stdin: {e}"),
+        _ => {}
+    }
     drop(input);
     child.wait_with_output().expect("wait")
 }
