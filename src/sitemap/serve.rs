@@ -111,34 +111,14 @@ impl Sitemaps {
     pub async fn open(&self, name: &str, read_small: bool) -> io::Result<Option<Opened>> {
         let dir = self.dir.clone();
         let name = name.to_owned();
-        let opened = tokio::task::spawn_blocking(move || open_blocking(&dir, &name, read_small))
+        tokio::task::spawn_blocking(move || open_blocking(&dir, &name, read_small))
             .await
-            .map_err(io::Error::other)??;
-        Ok(opened.map(|(file, content, meta)| {
-            let modified = meta.modified().unwrap_or(UNIX_EPOCH);
-            let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
-            let etag = format!("\"{:x}-{:x}\"", meta.len(), since_epoch.as_nanos());
-            Opened {
-                content: match content {
-                    Some(bytes) => Content::Read(bytes),
-                    None => Content::File(tokio::fs::File::from_std(file)),
-                },
-                len: meta.len(),
-                modified: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
-                etag: HeaderValue::try_from(etag).unwrap_or(HeaderValue::from_static("\"0\"")),
-            }
-        }))
+            .map_err(io::Error::other)?
     }
 }
 
-/// The blocking half of [`Sitemaps::open`]: the file, its content when
-/// read, and its metadata.
-#[allow(clippy::type_complexity)]
-fn open_blocking(
-    dir: &Path,
-    name: &str,
-    read_small: bool,
-) -> io::Result<Option<(std::fs::File, Option<Bytes>, std::fs::Metadata)>> {
+/// The blocking half of [`Sitemaps::open`].
+fn open_blocking(dir: &Path, name: &str, read_small: bool) -> io::Result<Option<Opened>> {
     use std::io::Read;
     let dir = match std::fs::canonicalize(dir) {
         Ok(dir) => dir,
@@ -172,22 +152,32 @@ fn open_blocking(
     if !meta.is_file() {
         return Ok(None);
     }
-    // Also checks `modified` here, where an error can still be returned.
-    meta.modified()?;
-    let content = if read_small && meta.len() <= CHUNK as u64 {
-        let mut buf = Vec::with_capacity(meta.len() as usize);
-        (&mut file).take(meta.len()).read_to_end(&mut buf)?;
-        if buf.len() as u64 != meta.len() {
+    let len = meta.len();
+    let since_epoch = meta
+        .modified()?
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let content = if read_small && len <= CHUNK as u64 {
+        let mut buf = Vec::with_capacity(len as usize);
+        (&mut file).take(len).read_to_end(&mut buf)?;
+        if buf.len() as u64 != len {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "the file became shorter while it was read",
             ));
         }
-        Some(Bytes::from(buf))
+        Content::Read(Bytes::from(buf))
     } else {
-        None
+        // Needs no runtime: the reads run on the pool when polled.
+        Content::File(tokio::fs::File::from_std(file))
     };
-    Ok(Some((file, content, meta)))
+    let etag = format!("\"{len:x}-{:x}\"", since_epoch.as_nanos());
+    Ok(Some(Opened {
+        content,
+        len,
+        modified: UNIX_EPOCH + Duration::from_secs(since_epoch.as_secs()),
+        etag: HeaderValue::try_from(etag).unwrap_or(HeaderValue::from_static("\"0\"")),
+    }))
 }
 
 /// Not there, or not for us to read.
