@@ -267,12 +267,7 @@ impl Classifier {
         };
         match self.may_match(ua, from, state) {
             Some(from) => self.scan(ua, from),
-            // What `without_bot_token` would say, without the shape check.
-            None if shaped => Verdict {
-                class: UaClass::Human,
-                reason: Reason::NoBotToken(None),
-            },
-            None => self.without_bot_token(ua, Reason::NoBotToken(None)),
+            None => self.without_bot_token(ua, Reason::NoBotToken(None), shaped),
         }
     }
 
@@ -420,16 +415,18 @@ impl Classifier {
             (Some(_), _) | (None, None) => Reason::NoBotToken(exception),
             (None, Some(i)) => Reason::DeviceModel(i),
         };
-        self.without_bot_token(ua, reason)
+        self.without_bot_token(ua, reason, false)
     }
 
     /// The verdict for a UA without a bot token (`reason` says what the
     /// scan saw): a human exception keeps it human; otherwise, with
-    /// [`Signal::NoBrowserShape`] on, it needs a browser-grammar mark.
+    /// [`Signal::NoBrowserShape`] on, it needs a browser-grammar mark
+    /// (`shaped`: its head is known to hold one, no need to look).
     #[inline]
-    fn without_bot_token(&self, ua: &[u8], reason: Reason) -> Verdict {
+    fn without_bot_token(&self, ua: &[u8], reason: Reason, shaped: bool) -> Verdict {
         let excepted = matches!(reason, Reason::NoBotToken(Some(_)));
-        if !excepted && self.signals.is_on(Signal::NoBrowserShape) && !self.has_shape(ua) {
+        let shapeless = || !shaped && !self.has_shape(ua);
+        if !excepted && self.signals.is_on(Signal::NoBrowserShape) && shapeless() {
             return Verdict {
                 class: UaClass::Bot,
                 reason: Reason::Structure(Signal::NoBrowserShape),

@@ -332,6 +332,11 @@ fn every_head_is_in_use_and_shaped() {
         let crawler = h.bytes == b"Mozilla/5.0 (compatible; ";
         assert_eq!(h.shaped, !crawler, "{}", String::from_utf8_lossy(h.bytes));
     }
+    // The lookup finds each (its first-byte shortcut assumes `M`).
+    for h in &c.heads {
+        let found = c.head_of(h.bytes).map(|f| f.bytes);
+        assert_eq!(found, Some(h.bytes), "{}", String::from_utf8_lossy(h.bytes));
+    }
     // Longest first: a UA finds its longest head.
     assert!(c
         .heads
