@@ -862,6 +862,21 @@ fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, m
     }
 }
 
+/// Steps the shedding level from the process's clock, with no request
+/// (see [`crate::shed::Load::tick`]): calm is seen when it begins and the
+/// level, its gauge and its log line drop on time on an idle site.
+pub fn tick_shedding(shared: &Shared) {
+    if let Some(shed) = &shared.policy.shed {
+        let metrics = &shared.observer.metrics;
+        shared.observer.load.tick(
+            shed,
+            metrics.upstream_in_flight_now(),
+            Instant::now(),
+            |change, reading, level| log_shed_change(shed, change, reading, level, metrics),
+        );
+    }
+}
+
 /// One line per change of the shedding level (they are rare: the level
 /// moves at most once per `escalate_after` or `calm_after`), and the
 /// level's gauge.
