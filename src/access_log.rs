@@ -26,7 +26,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::classify::{Reason, UaClass, Verdict};
+use crate::classify::{Reason, UaClass};
 use crate::config::LogFormat;
 use crate::logging::LogLimiter;
 use crate::metrics::Metrics;
@@ -217,12 +217,13 @@ impl Writer {
     }
 }
 
-/// The robot's class for the log ([`Classifier::class_label`]); `-`
-/// before classification.
-fn class_name(policy: &Policy, verdict: Option<(UaClass, Reason)>) -> &str {
-    verdict.map_or("-", |(class, reason)| {
-        policy.classifier.class_label(&Verdict { class, reason })
-    })
+/// The request's class after verification for the log
+/// ([`Outcome::class`], [`Classifier::class_label`]); `-` before
+/// classification.
+fn class_name<'a>(policy: &'a Policy, outcome: &Outcome) -> &'a str {
+    outcome
+        .class()
+        .map_or("-", |class| policy.classifier.class_label(class))
 }
 
 /// `HTTP/1.1`, `HTTP/2.0`, as nginx writes `$server_protocol`.
@@ -350,11 +351,7 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     header(out, &req.referer);
     out.extend_from_slice(b"\" \"");
     header(out, &req.user_agent);
-    write!(
-        out,
-        "\" class={} rule=\"",
-        class_name(&line.policy, o.verdict)
-    )?;
+    write!(out, "\" class={} rule=\"", class_name(&line.policy, o))?;
     write_rule(out, &line.policy, o.verdict);
     write!(out, "\" decision={} upstream=", o.route.as_str())?;
     match o.upstream_time {
@@ -425,7 +422,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         bytes_out: o.bytes_out,
         referer: text(&req.referer),
         user_agent: text(&req.user_agent),
-        class: class_name(&line.policy, o.verdict),
+        class: class_name(&line.policy, o),
         rule: o
             .verdict
             .map(|(_, reason)| line.policy.classifier.explained(reason).to_string()),

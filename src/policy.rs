@@ -205,7 +205,8 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
             return Decision::FromCache { stale: false };
         }
         let shed = policy.shed.as_ref();
-        if let Some(shed) = shed.and_then(|s| s.decide(&verdict, spoofed, facts.pressure)) {
+        let class = verdict.robot_class(spoofed);
+        if let Some(shed) = shed.and_then(|s| s.decide(class, facts.pressure)) {
             if cached == Cached::Stale {
                 return Decision::FromCache { stale: true };
             }

@@ -23,7 +23,7 @@ use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Cached, Probe};
-use crate::classify::{Classifier, Reason, UaClass, Verdict, UNKNOWN_CLASS};
+use crate::classify::{Classifier, RobotClass, UaClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::config::LogFormat;
 use crate::config::{Config, Limits, Spoofed, VerifyConfig};
 use crate::framing;
@@ -146,22 +146,18 @@ impl ClassValues {
         Self {
             per_rule,
             unknown: HeaderValue::from_static(UNKNOWN_CLASS),
-            empty: HeaderValue::from_static("no-user-agent"),
+            empty: HeaderValue::from_static(NO_USER_AGENT_CLASS),
         }
     }
 
-    /// A robot's class (a spoofed claim is `unknown`); `None` for humans.
-    pub fn of(&self, verdict: &Verdict, identity: Option<Identity>) -> Option<HeaderValue> {
-        if verdict.class != UaClass::Bot {
-            return None;
-        }
-        if identity == Some(Identity::Spoofed) {
-            return Some(self.unknown.clone());
-        }
-        Some(match verdict.reason {
-            Reason::Token(i) => self.per_rule.get(i).unwrap_or(&self.unknown).clone(),
-            Reason::EmptyUserAgent => self.empty.clone(),
-            _ => self.unknown.clone(),
+    /// A robot's class header ([`Verdict::robot_class`]: a spoofed claim
+    /// is `unknown`); `None` for humans.
+    pub fn of(&self, class: RobotClass) -> Option<HeaderValue> {
+        Some(match class {
+            RobotClass::Human => return None,
+            RobotClass::Listed(rule) => self.per_rule.get(rule).unwrap_or(&self.unknown).clone(),
+            RobotClass::NoUserAgent => self.empty.clone(),
+            RobotClass::Unknown => self.unknown.clone(),
         })
     }
 }
@@ -634,7 +630,8 @@ async fn respond(
                 }
                 _ => None,
             };
-            let class = shared.class_values.of(&verdict, identity);
+            let spoofed = identity == Some(Identity::Spoofed);
+            let class = shared.class_values.of(verdict.robot_class(spoofed));
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(

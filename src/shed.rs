@@ -36,7 +36,7 @@ use std::time::Duration;
 use http::StatusCode;
 use tokio::time::Instant;
 
-use crate::classify::{Classifier, Reason, UaClass, Verdict, UNKNOWN_CLASS};
+use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::rules::Kind;
 
 /// How often, at most, the level is re-evaluated.
@@ -55,10 +55,6 @@ const BUCKETS_MS: [u64; 20] = [
     1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000,
     20_000, 30_000, 60_000,
 ];
-
-/// The class name of an empty or missing User-Agent in `[shed] order`
-/// (as in the metrics).
-pub const NO_USER_AGENT_CLASS: &str = "no-user-agent";
 
 /// `[shed]`, validated (see `deploy/crawlgate.toml` for each key).
 #[derive(Clone, Debug, PartialEq)]
@@ -389,18 +385,17 @@ impl ShedPolicy {
         self.config.order.len() as u8
     }
 
-    /// Whether a request of `verdict` is shed under `pressure`. Humans
-    /// never are; a `spoofed` crawler claim is shed as an unknown robot.
-    pub fn decide(&self, verdict: &Verdict, spoofed: bool, pressure: Pressure) -> Option<Shed> {
-        if pressure.level == 0 || verdict.class != UaClass::Bot {
+    /// Whether a request of `class` is shed under `pressure`. Humans
+    /// never are (a spoofed crawler claim is an unknown robot by then).
+    pub fn decide(&self, class: RobotClass, pressure: Pressure) -> Option<Shed> {
+        if pressure.level == 0 {
             return None;
         }
-        let tier = match verdict.reason {
-            _ if spoofed => self.unknown,
-            Reason::Token(i) => self.rule_tier.get(i).copied().unwrap_or(NEVER),
-            Reason::Structure(_) => self.unknown,
-            Reason::EmptyUserAgent => self.empty,
-            Reason::NoBotToken(_) | Reason::DeviceModel(_) => NEVER,
+        let tier = match class {
+            RobotClass::Human => return None,
+            RobotClass::Listed(rule) => self.rule_tier.get(rule).copied().unwrap_or(NEVER),
+            RobotClass::Unknown => self.unknown,
+            RobotClass::NoUserAgent => self.empty,
         };
         if tier.index >= pressure.level {
             return None;

@@ -244,7 +244,7 @@ fn the_capped_share_lets_that_share_of_search_requests_through() {
     let passed = (0..1000)
         .filter(|_| {
             let p = load.pressure(&policy, 100, now, |_, _, _| {});
-            policy.decide(&google, false, p).is_none()
+            policy.decide(google.robot_class(false), p).is_none()
         })
         .count();
     assert_eq!(passed, 250);
