@@ -1056,3 +1056,102 @@ fn a_missing_range_file_is_a_start_up_error() {
         "{err}"
     );
 }
+
+/// The saved copies under `tests/data/ranges/`, written in each operator's
+/// published shape.
+fn saved_copy(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/ranges")
+        .join(name)
+}
+
+/// The lists added in issue 25, from saved copies: Anthropic's one list
+/// for ClaudeBot, Claude-User and Claude-SearchBot (not for its older
+/// tokens), Mistral's for MistralAI-User, Google's user-triggered agents
+/// (Google-Agent, and the user-triggered fetchers), and Google's older
+/// `googlebot.json` address set as `google.common-crawlers`, answered with
+/// a 301 to the current one as Google does.
+#[tokio::test]
+async fn the_newer_lists_verify_from_saved_copies() {
+    const CLAUDE_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)";
+    const CLAUDE_SEARCHBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-SearchBot/1.0; +Claude-SearchBot@anthropic.com)";
+    const CLAUDEBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+    const MISTRAL_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; MistralAI-User/1.0; +https://docs.mistral.ai/robots)";
+    const GOOGLE_AGENT: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko; compatible; Google-Agent; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-agent) Chrome/139.0.0.0 Safari/537.36";
+    const FEEDFETCHER: &str = "FeedFetcher-Google; (+http://www.google.com/feedfetcher.html)";
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    let old = "/static/search/apis/ipranges/googlebot.json";
+    let current = "/static/crawling/ipranges/common-crawlers.json";
+    lists.set_status(old, 301, lists.url(current).as_bytes());
+    lists.set(
+        current,
+        &std::fs::read(saved_copy("googlebot.json")).expect("saved copy"),
+    );
+    let (anthropic, mistral, agents) = (
+        saved_copy("anthropic-bots.json"),
+        saved_copy("mistralai-user-ips.json"),
+        saved_copy("user-triggered-agents.json"),
+    );
+    let ranges = ranges_toml(
+        &lists,
+        &[
+            ("anthropic.bots", &anthropic),
+            ("mistral.mistralai-user", &mistral),
+            ("google.user-triggered-agents", &agents),
+        ],
+    )
+    .replace(&lists.url("/google.common-crawlers.json"), &lists.url(old));
+    assert!(ranges.contains(old), "{ranges}");
+    let toml =
+        format!("[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\n{ranges}");
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+
+    // The older Google address: fetched in the background, through the 301.
+    let mut n = 0;
+    until(
+        Duration::from_secs(10),
+        "google.common-crawlers loads from the older address",
+        async || {
+            n += 1;
+            let path = format!("/wait{n}");
+            verdict(&proxy, &upstream, "203.0.113.201", GOOGLEBOT, &path)
+                .await
+                .as_deref()
+                == Some("ip")
+        },
+    )
+    .await;
+
+    // (client, User-Agent, verdict told to the site)
+    let cases: &[(&str, &str, &str)] = &[
+        ("203.0.113.5", CLAUDEBOT, "ip"),
+        ("2001:db8:a11::7", CLAUDE_USER, "ip"),
+        ("203.0.113.77", CLAUDE_SEARCHBOT, "ip"),
+        // Outside Anthropic's loaded list, no DNS method: not Anthropic's.
+        ("198.51.100.4", CLAUDEBOT, "spoofed"),
+        // Its older token is on no list: nothing can settle it.
+        ("203.0.113.5", "anthropic-ai", "unverified"),
+        ("203.0.113.130", MISTRAL_USER, "ip"),
+        ("2001:db8:5a1::1", MISTRAL_USER, "ip"),
+        ("203.0.113.5", MISTRAL_USER, "spoofed"),
+        ("203.0.113.170", GOOGLE_AGENT, "ip"),
+        // Google-Agent comes from user-triggered-agents.json alone.
+        ("203.0.113.201", GOOGLE_AGENT, "spoofed"),
+        // A user-triggered fetcher may use any of Google's three files:
+        // in the agents' file, it is Google's …
+        ("203.0.113.170", FEEDFETCHER, "ip"),
+        // … outside it, with the other two not loaded, nothing is certain.
+        ("198.51.100.4", FEEDFETCHER, "unverified"),
+        ("2001:db8:6b0::9", GOOGLEBOT, "ip"),
+        ("203.0.113.170", GOOGLEBOT, "spoofed"),
+    ];
+    for (i, &(client, ua, want)) in cases.iter().enumerate() {
+        let got = verdict(&proxy, &upstream, client, ua, &format!("/new{i}")).await;
+        assert_eq!(got.as_deref(), Some(want), "{client} {ua}");
+    }
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    assert!(verifications(&m, "anthropic", "ip") >= 3.0);
+    assert!(verifications(&m, "mistral", "ip") >= 2.0);
+    proxy.stop().await;
+}
