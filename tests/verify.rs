@@ -249,6 +249,11 @@ fn overrides(upstream: &Upstream) -> Overrides {
 /// has no file for answers 404 and stays unloaded), except those in
 /// `files` (list name → local path).
 fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
+    ranges_toml_at(&|path| server.url(path), files)
+}
+
+/// [`ranges_toml`] with every list not in `files` at `url("/<list>.json")`.
+fn ranges_toml_at(url: &dyn Fn(&str) -> String, files: &[(&str, &Path)]) -> String {
     let operators = Operators::embedded();
     let mut out = String::new();
     for (i, op) in operators.operators.iter().enumerate() {
@@ -261,7 +266,7 @@ fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
             let short = &list.name[op.name.len() + 1..];
             let source = match files.iter().find(|(name, _)| **name == *list.name) {
                 Some((_, path)) => path.display().to_string(),
-                None => server.url(&format!("/{}.json", list.name)),
+                None => url(&format!("/{}.json", list.name)),
             };
             out.push_str(&format!("{short} = {source:?}\n"));
         }
@@ -1154,4 +1159,106 @@ async fn the_newer_lists_verify_from_saved_copies() {
     assert!(verifications(&m, "anthropic", "ip") >= 3.0);
     assert!(verifications(&m, "mistral", "ip") >= 2.0);
     proxy.stop().await;
+}
+
+/// The real binary's standard error, line by line, as it comes.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Offline, with verification on: every list's source is a loopback port
+/// nothing listens on, so every fetch fails at once, round after round.
+/// The first round logs one short warning (how many lists, that they are
+/// tried again, where the reasons are), not every source and its reason;
+/// the rounds after it, still failing, log no warning; each list's reason
+/// is at debug level.
+#[test]
+fn offline_start_up_warns_in_one_short_line() {
+    use support::process::{free_addr, start_env};
+    let dead = free_addr();
+    let addr = free_addr();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    let ranges = ranges_toml_at(&|path| format!("http://{dead}{path}"), &[]);
+    std::fs::write(
+        &config,
+        format!("[verify]\ndns = false\nrefresh = \"1s\"\n{ranges}"),
+    )
+    .expect("write config");
+    let mut running = start_env(
+        &[
+            "--config",
+            config.to_str().expect("utf-8 path"),
+            "--listen",
+            &addr.to_string(),
+            "--upstream",
+            &format!("http://{dead}"),
+        ],
+        &[("RUST_LOG", "info,crawlgate::verify=debug")],
+        addr,
+        std::process::Stdio::piped(),
+    );
+    let lines = stderr_lines(&mut running.0);
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    // Until the warning, then three more rounds (refresh and retry: 1 s).
+    let mut warned_at = None;
+    loop {
+        let now = std::time::Instant::now();
+        let stop = warned_at.map_or(deadline, |at: std::time::Instant| {
+            at + Duration::from_millis(3500)
+        });
+        if now >= stop {
+            break;
+        }
+        match lines.recv_timeout(stop - now) {
+            Ok(line) => {
+                if warned_at.is_none() && line.contains(" WARN ") {
+                    warned_at = Some(std::time::Instant::now());
+                }
+                seen.push(line);
+            }
+            Err(_) => break,
+        }
+    }
+    drop(running);
+    let text = seen.join("\n");
+    let warnings: Vec<&String> = seen.iter().filter(|l| l.contains(" WARN ")).collect();
+    assert_eq!(warnings.len(), 1, "one warning in all:\n{text}");
+    let warning = warnings[0];
+    let count = Operators::embedded().lists.len();
+    assert!(
+        warning.contains(&format!("verify: {count} range lists not updated"))
+            && warning.contains("tried again every 1s")
+            && warning.contains("RUST_LOG=crawlgate::verify=debug")
+            && warning.contains("crawlgate_verify_list_fetches_total"),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains(&dead.to_string()),
+        "no source in the warning: {warning}"
+    );
+    assert!(warning.len() < 320, "{} bytes: {warning}", warning.len());
+    // Each list's reason, at debug level; and the rounds went on.
+    let reasons = seen
+        .iter()
+        .filter(|l| l.contains(" DEBUG ") && l.contains("range list not updated"))
+        .count();
+    assert_eq!(reasons, count, "{text}");
+    let rounds = seen
+        .iter()
+        .filter(|l| l.contains("fetching the range lists that are due"))
+        .count();
+    assert!(rounds >= 3, "{rounds} rounds:\n{text}");
 }
