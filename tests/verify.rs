@@ -1262,3 +1262,74 @@ fn offline_start_up_warns_in_one_short_line() {
         .count();
     assert!(rounds >= 3, "{rounds} rounds:\n{text}");
 }
+
+/// `crawlgate demo` runs on loopback only: verification is off (it says
+/// so), no range list is fetched, and nothing is logged as a warning.
+#[test]
+fn the_demo_fetches_no_range_list_and_warns_of_nothing() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(support::process::BIN)
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn demo");
+    let stdout = child.stdout.take().expect("stdout");
+    let errors = stderr_lines(&mut child);
+    let demo = support::process::Running(child);
+    let (tx, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut out = Vec::new();
+    let addr: SocketAddr = loop {
+        let line = printed
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the demo prints its address");
+        out.push(line.clone());
+        if let Some(rest) = line.split("proxy listening on http://").nth(1) {
+            break rest
+                .split(' ')
+                .next()
+                .and_then(|a| a.parse().ok())
+                .expect("socket address");
+        }
+    };
+    while let Ok(line) = printed.recv_timeout(Duration::from_millis(300)) {
+        out.push(line);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let res = support::get(addr, "127.0.0.1", "/page?id=1", Some(GOOGLEBOT)).await;
+        assert_eq!(res.status, 200);
+    });
+    // Long enough for a first refresh round to have run and failed.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(demo);
+    let mut logged = Vec::new();
+    while let Ok(line) = errors.recv_timeout(Duration::from_secs(2)) {
+        logged.push(line);
+    }
+    let out = out.join("\n");
+    let logged = logged.join("\n");
+    assert!(
+        out.contains("Crawler verification is off here"),
+        "the demo says what it does:\n{out}"
+    );
+    assert!(logged.contains("crawler verification off"), "{logged}");
+    for bad in [" WARN ", " ERROR ", "verify:", "range list"] {
+        assert!(
+            !logged.contains(bad),
+            "{bad:?} in the demo's log:\n{logged}"
+        );
+    }
+}
