@@ -721,10 +721,11 @@ async fn browsers_never_wait_for_verification() {
 }
 
 /// The AI policy, stated once: robots.txt says it (Content-Signal, one
-/// group per refused kind), and with `enforce` a training crawler gets 403
-/// everywhere but robots.txt, verified or merely claimed, while a spoofed
-/// one is the unknown robot it is; user-triggered fetchers, allowed, and
-/// search engines pass.
+/// group per refused kind), and with `enforce` a claim to a training
+/// crawler gets 403 everywhere but robots.txt in every verification state
+/// (verified, its list not loaded, spoofed: the refusal is of the purpose
+/// the User-Agent states), while a spoofed one is still counted as spoofed;
+/// user-triggered fetchers, allowed, and search engines pass.
 #[tokio::test]
 async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     let upstream = Upstream::start().await;
@@ -758,10 +759,12 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     // (client, User-Agent, status, verified header upstream when forwarded)
     let cases: &[(&str, &str, u16, Option<&str>)] = &[
         ("20.171.207.3", GPTBOT, 403, None),
-        // Anthropic publishes no method: taken at its word.
+        // Anthropic's list answers 404 here: unverified, refused all the
+        // same (issue 25: the state that surprised an operator).
         ("198.51.100.4", CLAUDEBOT, 403, None),
-        // Outside OpenAI's list: not GPTBot, an unknown robot.
-        ("198.51.100.4", GPTBOT, 200, Some("spoofed")),
+        // Outside OpenAI's list: not GPTBot, but it asked to be treated
+        // as GPTBot.
+        ("198.51.100.4", GPTBOT, 403, None),
         ("198.51.100.4", CHATGPT_USER, 200, Some("unverified")),
         ("198.51.100.4", GOOGLEBOT, 200, Some("unverified")),
         ("198.51.100.4", FIREFOX, 200, None),
@@ -777,6 +780,10 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
             assert_eq!(told(&seen).1.as_deref(), verified, "{client} {ua}");
         }
     }
+    // The refused spoofer is counted as what verification found.
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    assert!(verifications(&m, "openai", "spoofed") >= 1.0);
+    assert!(verifications(&m, "anthropic", "unverified") >= 1.0);
     proxy.stop().await;
 }
 
