@@ -412,6 +412,9 @@ pub struct Overrides {
     pub admin_listen: Option<String>,
     /// `proxy.workers` (tests and the demo pick their own count).
     pub workers: Option<usize>,
+    /// `verify.enabled` (the demo, on loopback, turns verification off:
+    /// it would fetch the operators' range lists from the internet).
+    pub verify: Option<bool>,
 }
 
 /// A validated configuration.
@@ -1005,7 +1008,10 @@ impl Config {
             tls,
             shed: shed_config(shed)?,
             bot_cache: bot_cache_config(bot_cache)?,
-            verify: verify_config(verify)?,
+            verify: verify_config(RawVerify {
+                enabled: overrides.verify.or(verify.enabled),
+                ..verify
+            })?,
             ai: ai_config(ai)?,
         })
     }

@@ -201,6 +201,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         certs_dir: args.certs,
         admin_listen: args.admin_listen,
         workers: None,
+        verify: None,
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),

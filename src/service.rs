@@ -788,7 +788,9 @@ async fn verify_request(
                         "spoofed crawler: a Web Bot Auth signature that does not verify",
                     );
                 }
-                return (Some(Identity::Spoofed), None);
+                // The AI kind its User-Agent claims still counts: a
+                // refused kind is refused whoever claims it.
+                return (Some(Identity::Spoofed), claim.and_then(|c| c.ai));
             }
             Signed::Unknown => {}
         }
