@@ -80,7 +80,7 @@ pub struct Options {
 pub enum OptionError {
     /// `--base-url`.
     #[error(
-        "--base-url {0:?}: an absolute http or https URL is needed, like https://www.example.com/"
+        "--base-url {0:?}: an absolute http or https URL is needed, like https://example.com/"
     )]
     Base(String),
     /// `--languages`.

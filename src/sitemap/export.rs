@@ -87,7 +87,7 @@ impl Format {
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// `--origin`.
-    #[error("--origin {0:?}: a bare scheme://host[:port] is needed, like https://www.example.com (no path, query or credentials)")]
+    #[error("--origin {0:?}: a bare scheme://host[:port] is needed, like https://example.com (no path, query or credentials)")]
     Origin(String),
     /// No pages.
     #[error("{0}: no *.html pages; the old sitemap is kept")]
