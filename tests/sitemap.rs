@@ -898,3 +898,97 @@ fn a_static_export_becomes_a_sitemap() {
         ]
     );
 }
+
+/// The README's SQLite export, run as written (the database path aside)
+/// with the real `sqlite3`, is input `build` takes: TAB-separated, no
+/// header, NULL an empty field (no version in that language), a row
+/// without any version skipped. Needs `sqlite3` (`.ci/run` installs it).
+#[test]
+fn the_readme_sqlite_export_feeds_a_build() {
+    let Some(sqlite3) = crawlgate::testing::required_tool("sqlite3", "CRAWLGATE_REQUIRE_SQLITE")
+    else {
+        return;
+    };
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let lines: Vec<&str> = readme.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("sqlite3 "))
+        .expect("the README has an sqlite3 export");
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| l.ends_with("> \"$rows\""))
+            .expect("it writes to $rows");
+    let export = lines[start..=end].join("\n");
+    assert!(export.contains("/var/lib/shop/shop.db"), "{export}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("shop.db");
+    let schema = "CREATE TABLE article (id INTEGER PRIMARY KEY, updated_at TEXT, \
+                  slug_cs TEXT, slug_en TEXT, published INTEGER);\n\
+                  INSERT INTO article VALUES\n\
+                  (1, '2024-05-01 10:00:00', 'prvni', 'first', 1),\n\
+                  (2, '2024-05-02 11:00:00', 'druhy', NULL, 1),\n\
+                  (3, NULL, NULL, NULL, 1),\n\
+                  (4, '2024-05-03', 'skryty', 'hidden', 0),\n\
+                  (22501, '2024-05-04', NULL, 'tab\"quote', 1);\n";
+    let made = Command::new(&sqlite3)
+        .arg(&db)
+        .arg(schema)
+        .output()
+        .expect("run sqlite3");
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let rows = dir.path().join("rows.tsv");
+    let script = export.replace("/var/lib/shop/shop.db", db.to_str().expect("utf-8"));
+    let ran = Command::new("sh")
+        .args(["-euc", &script])
+        .env("rows", &rows)
+        .output()
+        .expect("run sh");
+    assert!(ran.status.success(), "{script}\n{}", text(&ran.stderr));
+
+    let maps = dir.path().join("maps");
+    std::fs::create_dir(&maps).expect("mkdir");
+    let m = maps.to_str().expect("utf-8");
+    let out = sitemap(
+        &[
+            "build",
+            "--dir",
+            m,
+            "--base-url",
+            "https://example.com/",
+            "--prefix",
+            "articles",
+            "--languages",
+            "cs,en",
+            "--input",
+            rows.to_str().expect("utf-8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{m}: 2 files, 4 URLs from 3 entries, 1 skipped (no address)\n")
+    );
+    let zero = std::fs::read_to_string(maps.join("articles-0.xml")).expect("read");
+    assert_eq!(
+        locs(&zero, "urlset", "url"),
+        [
+            "https://example.com/clanek/prvni",
+            "https://example.com/en/article/first",
+            "https://example.com/clanek/druhy",
+        ]
+    );
+    assert!(
+        zero.contains("<lastmod>2024-05-01T10:00:00Z</lastmod>"),
+        "{zero}"
+    );
+    let one = std::fs::read_to_string(maps.join("articles-1.xml")).expect("read");
+    assert_eq!(
+        locs(&one, "urlset", "url"),
+        ["https://example.com/en/article/tab%22quote"]
+    );
+}
