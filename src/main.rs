@@ -95,7 +95,8 @@ enum SitemapCommand {
         /// Folder to write the set into (crawlgate's --sitemap-dir)
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
-        /// The site's fixed address; relative addresses are joined to it
+        /// The site's canonical address, the one that does not redirect (https://example.com/
+        /// under the default redirect.www = "apex"); relative addresses are joined to it
         #[arg(long, value_name = "URL")]
         base_url: String,
         /// File name prefix of the set
@@ -110,7 +111,8 @@ enum SitemapCommand {
         /// Offset of lastmod times written without one [default: Z (UTC)]
         #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
         utc_offset: Option<String>,
-        /// Print the files and URL counts it would write, as JSON; write nothing
+        /// Print as JSON the files and URL counts it would write, the entries it would skip
+        /// and the files it would remove or leave unchanged; write nothing
         #[arg(long)]
         dry_run: bool,
         /// Accept an input without entries (removes the set) instead of refusing it
@@ -128,7 +130,7 @@ enum SitemapCommand {
     Index {
         /// The sitemap folder
         dir: PathBuf,
-        /// The site's address; files are listed at <base-url>/sitemaps/<file> (its path kept)
+        /// The site's canonical address; files are listed at <base-url>/sitemaps/<file> (its path kept)
         #[arg(long, value_name = "URL")]
         base_url: String,
         /// Where the files are served instead, for sites that serve them elsewhere
