@@ -11,6 +11,13 @@
 //! `<prefix>-<bucket>-1.xml`, `-2`, … when a file would pass 50,000 URLs
 //! or 45 MiB. Memory does not grow with the input: one entry, one
 //! rendered block and one file's buffer at a time.
+//!
+//! An entry whose every address is empty has no page: it is skipped and
+//! counted, never a reason to keep the old set. An address must be on the
+//! base URL's scheme, host and port (a sitemap lists its own site) unless
+//! other hosts are allowed. A dry run compares each file it would write
+//! with the one in place, as the commit does, so that its report is the
+//! build's.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Read, Write};
