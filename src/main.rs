@@ -95,7 +95,8 @@ enum SitemapCommand {
         /// Folder to write the set into (crawlgate's --sitemap-dir)
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
-        /// The site's fixed address; relative addresses are joined to it
+        /// The site's canonical address, the one that does not redirect (https://example.com/
+        /// under the default redirect.www = "apex"); relative addresses are joined to it
         #[arg(long, value_name = "URL")]
         base_url: String,
         /// File name prefix of the set
@@ -110,12 +111,17 @@ enum SitemapCommand {
         /// Offset of lastmod times written without one [default: Z (UTC)]
         #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
         utc_offset: Option<String>,
-        /// Print the files and URL counts it would write, as JSON; write nothing
+        /// Print as JSON the files and URL counts it would write, the entries it would skip
+        /// and the files it would remove or leave unchanged; write nothing
         #[arg(long)]
         dry_run: bool,
         /// Accept an input without entries (removes the set) instead of refusing it
         #[arg(long)]
         allow_empty: bool,
+        /// Accept absolute addresses on another scheme, host or port than --base-url
+        /// (the sitemaps protocol does not)
+        #[arg(long)]
+        allow_other_hosts: bool,
         /// Print nothing on success (for cron)
         #[arg(long, short)]
         quiet: bool,
@@ -124,7 +130,7 @@ enum SitemapCommand {
     Index {
         /// The sitemap folder
         dir: PathBuf,
-        /// The site's address; files are listed at <base-url>/sitemaps/<file>
+        /// The site's canonical address; files are listed at <base-url>/sitemaps/<file> (its path kept)
         #[arg(long, value_name = "URL")]
         base_url: String,
         /// Where the files are served instead, for sites that serve them elsewhere
@@ -144,9 +150,9 @@ enum SitemapCommand {
         /// The site's bare address, scheme://host[:port]
         #[arg(long, value_name = "URL")]
         origin: String,
-        /// Output format
-        #[arg(long, value_enum, default_value = "xml")]
-        format: ExportFormat,
+        /// Output format [default: from --out's extension, .xml or .txt; xml to stdout]
+        #[arg(long, value_enum)]
+        format: Option<ExportFormat>,
         /// Write to FILE, replaced whole (split into FILE's index and parts when too big) [default: stdout]
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -327,6 +333,7 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
             utc_offset,
             dry_run,
             allow_empty,
+            allow_other_hosts,
             quiet,
         } => {
             let options = Options::new(
@@ -340,6 +347,7 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                 Err(err) => return fail(EXIT_CONFIG, &err),
             };
             options.allow_empty = allow_empty;
+            options.allow_other_hosts = allow_other_hosts;
             let target = if dry_run {
                 SetWriter::check(&dir, &options.prefix).map(|()| Target::DryRun(&dir))
             } else {
@@ -381,6 +389,9 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                         if !report.unchanged.is_empty() {
                             line.push_str(&format!(", {} unchanged", report.unchanged.len()));
                         }
+                        if report.skipped > 0 {
+                            line.push_str(&format!(", {} skipped (no address)", report.skipped));
+                        }
                         if !report.removed.is_empty() {
                             line.push_str(&format!("; removed {}", report.removed.join(" ")));
                         }
@@ -388,7 +399,7 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
-                Err(err @ (BuildError::Line { .. } | BuildError::Empty(_))) => {
+                Err(err @ (BuildError::Line { .. } | BuildError::Empty { .. })) => {
                     fail(EXIT_DATA, &err)
                 }
                 Err(err) => fail(1, &err),
@@ -425,7 +436,12 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
                     }
                     ExitCode::SUCCESS
                 }
-                Err(err @ index::IndexError::Url { .. }) => fail(EXIT_CONFIG, &err),
+                Err(err @ (index::IndexError::Url { .. } | index::IndexError::Prefix(_))) => {
+                    fail(EXIT_CONFIG, &err)
+                }
+                Err(err @ (index::IndexError::Empty { .. } | index::IndexError::TooMany(..))) => {
+                    fail(EXIT_DATA, &err)
+                }
                 Err(err) => fail(1, &err),
             }
         }
@@ -442,7 +458,7 @@ fn sitemap(command: SitemapCommand) -> ExitCode {
 fn sitemap_from_dir(
     public_dir: &std::path::Path,
     origin: &str,
-    format: ExportFormat,
+    format: Option<ExportFormat>,
     out: Option<&std::path::Path>,
     quiet: bool,
 ) -> ExitCode {
@@ -451,9 +467,13 @@ fn sitemap_from_dir(
         Ok(origin) => origin,
         Err(err) => return fail(EXIT_CONFIG, &err),
     };
-    let format = match format {
+    let format = format.map(|format| match format {
         ExportFormat::Xml => Format::Xml,
         ExportFormat::Txt => Format::Txt,
+    });
+    let format = match Format::choose(format, out) {
+        Ok(format) => format,
+        Err(err) => return fail(EXIT_CONFIG, &err),
     };
     let written = export::page_urls(public_dir, &origin)
         .and_then(|urls| export::write(&urls, format, out, public_dir, &origin));

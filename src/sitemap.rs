@@ -355,6 +355,72 @@ fn same_content(new: &Path, path: &Path) -> io::Result<bool> {
     }
 }
 
+/// Compares a file being produced, piece by piece, with the one in place
+/// under its name, without writing anything: what a dry run uses to
+/// predict which files [`SetWriter::commit`] would leave alone. It holds
+/// one read buffer, whatever the file's size, and decides as
+/// [`same_content`] does: the same bytes in a regular file.
+pub struct Comparison {
+    path: PathBuf,
+    /// The file in place while it still matches (`None`: no file, not a
+    /// regular file, or a difference found).
+    old: Option<io::BufReader<File>>,
+    buffer: Vec<u8>,
+}
+
+impl Comparison {
+    /// Starts comparing with `dir/name`.
+    pub fn open(dir: &Path, name: &str) -> Result<Self, SetError> {
+        let path = dir.join(name);
+        let old = match File::open(&path) {
+            Ok(file) => {
+                let meta = file.metadata().map_err(io_error(&path))?;
+                meta.is_file()
+                    .then(|| io::BufReader::with_capacity(64 * 1024, file))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        Ok(Self {
+            path,
+            old,
+            buffer: Vec::new(),
+        })
+    }
+
+    /// The next bytes of the new file.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), SetError> {
+        use std::io::Read;
+        let Some(old) = &mut self.old else {
+            return Ok(());
+        };
+        self.buffer.resize(bytes.len(), 0);
+        match old.read_exact(&mut self.buffer) {
+            Ok(()) if self.buffer == bytes => Ok(()),
+            Ok(()) => {
+                self.old = None;
+                Ok(())
+            }
+            // The file in place is shorter.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                self.old = None;
+                Ok(())
+            }
+            Err(e) => Err(io_error(&self.path)(e)),
+        }
+    }
+
+    /// Whether the file in place holds exactly the bytes written, no more.
+    pub fn finish(self) -> Result<bool, SetError> {
+        use std::io::BufRead;
+        let Some(mut old) = self.old else {
+            return Ok(false);
+        };
+        let rest = old.fill_buf().map_err(io_error(&self.path))?;
+        Ok(rest.is_empty())
+    }
+}
+
 /// Whether `name` is one of `prefix`'s numbered files:
 /// `<prefix>-[0-9]*.xml` (a digit right after the dash).
 pub fn is_numbered(prefix: &str, name: &str) -> bool {

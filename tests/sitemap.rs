@@ -220,13 +220,147 @@ fn dry_run_prints_json_and_errors_name_the_line() {
     assert!(text(&out.stderr).contains("--base-url \"example.com\""));
 
     let out = sitemap(&["index", d, "--base-url", "https://example.com"], "");
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("no sitemap files (sitemap-*.xml); the previous index is kept"),
-        "{}",
-        text(&out.stderr)
+    assert_eq!(
+        out.status.code(),
+        Some(65),
+        "nothing to write is EX_DATAERR"
+    );
+    assert_eq!(
+        text(&out.stderr),
+        format!("crawlgate: error: {d}: no sitemap files (sitemap-*.xml); the previous index is kept; build a set into this folder first (crawlgate sitemap build --dir), or name its prefix with --prefix NAME\n")
     );
     assert!(!dir.path().join("sitemap.xml").exists());
+}
+
+/// `sitemap index` without the set's prefix finds nothing: it exits 65,
+/// as documented, and names the sets the folder holds and the flag that
+/// lists them. A base URL with a path keeps it.
+#[test]
+fn index_names_the_sets_it_was_not_told_about_and_keeps_the_base_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    for prefix in ["books", "products"] {
+        let out = sitemap(
+            &[
+                "build",
+                "--dir",
+                d,
+                "--base-url",
+                "https://example.com/shop/",
+                "--prefix",
+                prefix,
+            ],
+            "1\t\t/a\n45001\t\t/b\n",
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    std::fs::write(dir.path().join("notes-1.xml"), "<notes/>").expect("not a urlset");
+    let out = sitemap(&["index", d, "--base-url", "https://example.com/shop/"], "");
+    assert_eq!(out.status.code(), Some(65), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!("crawlgate: error: {d}: no sitemap files (sitemap-*.xml); the previous index is kept; the folder holds the sets books, products: list them with --prefix books --prefix products\n")
+    );
+    assert!(!dir.path().join("sitemap.xml").exists());
+    let out = sitemap(
+        &[
+            "index",
+            d,
+            "--base-url",
+            "https://example.com/shop/",
+            "--prefix",
+            "books",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let index = std::fs::read_to_string(dir.path().join("sitemap.xml")).expect("index");
+    assert_eq!(
+        locs(&index, "sitemapindex", "sitemap"),
+        [
+            "https://example.com/shop/sitemaps/books-0.xml",
+            "https://example.com/shop/sitemaps/books-1.xml",
+        ]
+    );
+    let out = sitemap(
+        &[
+            "index",
+            d,
+            "--base-url",
+            "https://example.com/shop",
+            "--prefix",
+            "products",
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let index = std::fs::read_to_string(dir.path().join("sitemap.xml")).expect("index");
+    assert_eq!(
+        locs(&index, "sitemapindex", "sitemap")[0],
+        "https://example.com/shop/sitemaps/products-0.xml"
+    );
+}
+
+/// The dry run predicts what the build reports: the files it would leave
+/// alone, and the entries it skips for want of any address; an address on
+/// another host is refused unless allowed.
+#[test]
+fn dry_run_predicts_the_build_and_rows_without_addresses_are_skipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8");
+    let base = [
+        "--dir",
+        d,
+        "--base-url",
+        "https://example.com/",
+        "--languages",
+        "cs,en",
+    ];
+    let input = "1\t\t/a\t/en/a\n2\t\tNULL\tNULL\n22501\t\t/b\t\n";
+    let out = sitemap(&[&["build"], &base[..]].concat(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{d}: 2 files, 3 URLs from 2 entries, 1 skipped (no address)\n")
+    );
+    let out = sitemap(&[&["build", "--dry-run"], &base[..]].concat(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["skipped"], 1);
+    assert_eq!(report["entries"], 2);
+    assert_eq!(
+        report["unchanged"],
+        serde_json::json!(["sitemap-0.xml", "sitemap-1.xml"])
+    );
+    let out = sitemap(&[&["build"], &base[..]].concat(), input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{d}: 2 files, 3 URLs from 2 entries, 2 unchanged, 1 skipped (no address)\n")
+    );
+
+    let before = std::fs::read(dir.path().join("sitemap-0.xml")).expect("read");
+    let other = "1\t\t/a\t/en/a\n2\t\t/c\thttps://www.example.com/en/c\n";
+    let out = sitemap(&[&["build"], &base[..]].concat(), other);
+    assert_eq!(out.status.code(), Some(65), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "crawlgate: error: stdin:2: address \"https://www.example.com/en/c\" is not on https://example.com (--base-url's scheme, host and port): a sitemap lists only its own site's URLs (--allow-other-hosts lets it through)\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("sitemap-0.xml")).expect("read"),
+        before
+    );
+    let out = sitemap(
+        &[&["build", "--allow-other-hosts"], &base[..]].concat(),
+        other,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let zero = std::fs::read_to_string(dir.path().join("sitemap-0.xml")).expect("read");
+    assert!(
+        locs(&zero, "urlset", "url").contains(&"https://www.example.com/en/c".to_owned()),
+        "{zero}"
+    );
 }
 
 /// A build that starts while another build of the same set runs (a cron
@@ -723,6 +857,34 @@ fn a_static_export_becomes_a_sitemap() {
         "no temporary file"
     );
 
+    // The format follows --out's extension, unless --format says.
+    let txt = out_dir.path().join("sitemap.txt");
+    let t = txt.to_str().expect("utf-8");
+    let run = from_dir("https://example.com", &["--out", t]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let listed = std::fs::read_to_string(&txt).expect("read");
+    assert_eq!(listed.lines().count(), 4, "{listed}");
+    assert!(listed.starts_with("https://example.com/\n"), "{listed}");
+    let run = from_dir("https://example.com", &["--out", t, "--format", "xml"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let xml = std::fs::read_to_string(&txt).expect("read");
+    assert_eq!(locs(&xml, "urlset", "url").len(), 4);
+    for name in ["sitemap.html", "sitemap.xml.gz"] {
+        let refused = out_dir.path().join(name);
+        let run = from_dir(
+            "https://example.com",
+            &["--out", refused.to_str().expect("utf-8")],
+        );
+        assert_eq!(run.status.code(), Some(64), "{name}");
+        assert!(
+            text(&run.stderr)
+                .starts_with(&format!("crawlgate: error: --out {}: ", refused.display())),
+            "{}",
+            text(&run.stderr)
+        );
+        assert!(!refused.exists());
+    }
+
     // The text format, to stdout.
     let run = from_dir("http://example.com", &["--format", "txt"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
@@ -734,5 +896,99 @@ fn a_static_export_becomes_a_sitemap() {
             "http://example.com/blog/first-post.html",
             "http://example.com/blog/second-post.html",
         ]
+    );
+}
+
+/// The README's SQLite export, run as written (the database path aside)
+/// with the real `sqlite3`, is input `build` takes: TAB-separated, no
+/// header, NULL an empty field (no version in that language), a row
+/// without any version skipped. Needs `sqlite3` (`.ci/run` installs it).
+#[test]
+fn the_readme_sqlite_export_feeds_a_build() {
+    let Some(sqlite3) = crawlgate::testing::required_tool("sqlite3", "CRAWLGATE_REQUIRE_SQLITE")
+    else {
+        return;
+    };
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let lines: Vec<&str> = readme.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("sqlite3 "))
+        .expect("the README has an sqlite3 export");
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| l.ends_with("> \"$rows\""))
+            .expect("it writes to $rows");
+    let export = lines[start..=end].join("\n");
+    assert!(export.contains("/var/lib/shop/shop.db"), "{export}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("shop.db");
+    let schema = "CREATE TABLE article (id INTEGER PRIMARY KEY, updated_at TEXT, \
+                  slug_cs TEXT, slug_en TEXT, published INTEGER);\n\
+                  INSERT INTO article VALUES\n\
+                  (1, '2024-05-01 10:00:00', 'prvni', 'first', 1),\n\
+                  (2, '2024-05-02 11:00:00', 'druhy', NULL, 1),\n\
+                  (3, NULL, NULL, NULL, 1),\n\
+                  (4, '2024-05-03', 'skryty', 'hidden', 0),\n\
+                  (22501, '2024-05-04', NULL, 'tab\"quote', 1);\n";
+    let made = Command::new(&sqlite3)
+        .arg(&db)
+        .arg(schema)
+        .output()
+        .expect("run sqlite3");
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let rows = dir.path().join("rows.tsv");
+    let script = export.replace("/var/lib/shop/shop.db", db.to_str().expect("utf-8"));
+    let ran = Command::new("sh")
+        .args(["-euc", &script])
+        .env("rows", &rows)
+        .output()
+        .expect("run sh");
+    assert!(ran.status.success(), "{script}\n{}", text(&ran.stderr));
+
+    let maps = dir.path().join("maps");
+    std::fs::create_dir(&maps).expect("mkdir");
+    let m = maps.to_str().expect("utf-8");
+    let out = sitemap(
+        &[
+            "build",
+            "--dir",
+            m,
+            "--base-url",
+            "https://example.com/",
+            "--prefix",
+            "articles",
+            "--languages",
+            "cs,en",
+            "--input",
+            rows.to_str().expect("utf-8"),
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{m}: 2 files, 4 URLs from 3 entries, 1 skipped (no address)\n")
+    );
+    let zero = std::fs::read_to_string(maps.join("articles-0.xml")).expect("read");
+    assert_eq!(
+        locs(&zero, "urlset", "url"),
+        [
+            "https://example.com/clanek/prvni",
+            "https://example.com/en/article/first",
+            "https://example.com/clanek/druhy",
+        ]
+    );
+    assert!(
+        zero.contains("<lastmod>2024-05-01T10:00:00Z</lastmod>"),
+        "{zero}"
+    );
+    let one = std::fs::read_to_string(maps.join("articles-1.xml")).expect("read");
+    assert_eq!(
+        locs(&one, "urlset", "url"),
+        ["https://example.com/en/article/tab%22quote"]
     );
 }

@@ -11,6 +11,13 @@
 //! `<prefix>-<bucket>-1.xml`, `-2`, … when a file would pass 50,000 URLs
 //! or 45 MiB. Memory does not grow with the input: one entry, one
 //! rendered block and one file's buffer at a time.
+//!
+//! An entry whose every address is empty has no page: it is skipped and
+//! counted, never a reason to keep the old set. An address must be on the
+//! base URL's scheme, host and port (a sitemap lists its own site) unless
+//! other hosts are allowed. A dry run compares each file it would write
+//! with the one in place, as the commit does, so that its report is the
+//! build's.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Read, Write};
@@ -22,7 +29,7 @@ use url::Url;
 
 use super::lastmod::{self, Lastmod};
 use super::xml::{escape_into, urlset_head, URLSET_FOOT};
-use super::{check_name, SetError, SetWriter};
+use super::{check_name, Comparison, SetError, SetWriter};
 
 /// A `loc` must be shorter than this (sitemaps.org).
 pub const MAX_URL_LEN: usize = 2048;
@@ -68,6 +75,9 @@ pub struct Options {
     pub naive_offset: UtcOffset,
     /// Build even from an input with no entries (which removes the set).
     pub allow_empty: bool,
+    /// Accept absolute addresses on another origin (scheme, host, port)
+    /// than `base`, which the sitemaps protocol does not allow.
+    pub allow_other_hosts: bool,
     /// The size limits.
     pub limits: Limits,
 }
@@ -77,7 +87,7 @@ pub struct Options {
 pub enum OptionError {
     /// `--base-url`.
     #[error(
-        "--base-url {0:?}: an absolute http or https URL is needed, like https://www.example.com/"
+        "--base-url {0:?}: an absolute http or https URL is needed, like https://example.com/"
     )]
     Base(String),
     /// `--languages`.
@@ -117,6 +127,7 @@ impl Options {
             languages,
             naive_offset,
             allow_empty: false,
+            allow_other_hosts: false,
             limits: Limits::default(),
         })
     }
@@ -183,12 +194,25 @@ pub enum BuildError {
     /// Reading the input.
     #[error("{0}: {1}")]
     Read(String, #[source] io::Error),
-    /// No entries at all.
-    #[error("{0}: no entries; the previous set is kept (an export that failed prints nothing; pass --allow-empty to remove the set)")]
-    Empty(String),
+    /// No entries at all, or none with an address.
+    #[error("{source_name}: {}; the previous set is kept (an export that failed prints nothing; pass --allow-empty to remove the set)", no_entries(*.skipped))]
+    Empty {
+        /// The input's name.
+        source_name: String,
+        /// Entries read without any address.
+        skipped: u64,
+    },
     /// Writing the set.
     #[error(transparent)]
     Set(#[from] SetError),
+}
+
+fn no_entries(skipped: u64) -> String {
+    match skipped {
+        0 => "no entries".to_owned(),
+        1 => "no entry with an address (1 skipped: every address empty)".to_owned(),
+        n => format!("no entry with an address ({n} skipped: every address empty)"),
+    }
 }
 
 /// One file of a set.
@@ -205,15 +229,19 @@ pub struct FileReport {
 /// What a build wrote (or, dry, would write).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Report {
-    /// Entries read.
+    /// Entries written (each one `<url>` per address).
     pub entries: u64,
+    /// Entries left out because every address was empty (`NULL`): a row
+    /// with no version in any language.
+    pub skipped: u64,
     /// `<url>` elements written.
     pub urls: u64,
     /// The files of the set, in order.
     pub files: Vec<FileReport>,
     /// Stale numbered files removed (for a dry run: that would be).
     pub removed: Vec<String>,
-    /// Files whose content was already in place (kept, with their date).
+    /// Files whose content was already in place (kept, with their date;
+    /// for a dry run: that would be).
     pub unchanged: Vec<String>,
 }
 
@@ -221,7 +249,9 @@ pub struct Report {
 pub enum Target<'a> {
     /// Replace the set.
     Write(SetWriter),
-    /// Only count, and list what would be removed from this folder.
+    /// Only count, and list what would be removed from this folder and
+    /// which of its files would be left alone, reading them and writing
+    /// nothing.
     DryRun(&'a Path),
 }
 
@@ -240,6 +270,7 @@ pub fn build(
     let header = urlset_head(!options.languages.is_empty());
     let mut out = Output {
         set,
+        dry,
         current: None,
         report: Report::default(),
         header: &header,
@@ -287,13 +318,17 @@ pub fn build(
         previous = Some(id);
         urls.clear();
         for address in &addresses {
-            urls.push(join(&options.base, address).map_err(&at)?);
+            urls.push(join(options, address).map_err(&at)?);
         }
         check_distinct(&urls, &options.languages).map_err(&at)?;
         block.clear();
         let count = render(&mut block, &urls, lastmod, &options.languages);
         if count == 0 {
-            return Err(at("no address".to_owned()));
+            // A row with no version in any language (a LEFT JOIN of
+            // translations, a NULL slug) has no page to list; one such
+            // row is no reason to keep the whole site's old set.
+            out.report.skipped += 1;
+            continue;
         }
         let bucket = (id - 1) / bucket_size;
         out.add(bucket, &block, count, options)
@@ -307,7 +342,10 @@ pub fn build(
         out.report.entries += 1;
     }
     if out.report.entries == 0 && !options.allow_empty {
-        return Err(BuildError::Empty(source_name.to_owned()));
+        return Err(BuildError::Empty {
+            source_name: source_name.to_owned(),
+            skipped: out.report.skipped,
+        });
     }
     let mut report = out.finish()?;
     if let Some(dir) = dry {
@@ -404,10 +442,11 @@ enum JsonAddress<'a> {
 
 /// The absolute URL of `address` (`None`: empty, no version in this
 /// language).
-fn join(base: &Url, address: &str) -> Result<Option<Url>, String> {
+fn join(options: &Options, address: &str) -> Result<Option<Url>, String> {
     if address.is_empty() || address == "NULL" || address == "\\N" {
         return Ok(None);
     }
+    let base = &options.base;
     let url = base
         .join(address)
         .map_err(|e| format!("address {:?}: {e}", truncated(address)))?;
@@ -434,6 +473,16 @@ fn join(base: &Url, address: &str) -> Result<Option<Url>, String> {
             "address {:?} is {} characters long; a sitemap URL is under {MAX_URL_LEN}",
             truncated(address),
             url.as_str().len()
+        ));
+    }
+    let same_origin = url.scheme() == base.scheme()
+        && url.host_str() == base.host_str()
+        && url.port_or_known_default() == base.port_or_known_default();
+    if !(same_origin || options.allow_other_hosts) {
+        return Err(format!(
+            "address {:?} is not on {} (--base-url's scheme, host and port): a sitemap lists only its own site's URLs (--allow-other-hosts lets it through)",
+            truncated(address),
+            base.origin().ascii_serialization()
         ));
     }
     Ok(Some(url))
@@ -499,17 +548,21 @@ struct Current {
     bucket: u64,
     part: u64,
     report: FileReport,
+    /// For a dry run: the comparison with the file in place.
+    comparison: Option<Comparison>,
 }
 
-struct Output<'h> {
+struct Output<'h, 'd> {
     set: Option<SetWriter>,
+    /// For a dry run: the folder whose files are compared.
+    dry: Option<&'d Path>,
     current: Option<Current>,
     report: Report,
     /// The start of every file.
     header: &'h [u8],
 }
 
-impl Output<'_> {
+impl Output<'_, '_> {
     /// Adds one entry's block of `urls` `<url>` elements to its bucket's
     /// file, opening the bucket's next file when it would pass a limit.
     fn add(
@@ -543,6 +596,10 @@ impl Output<'_> {
             if let Some(set) = &mut self.set {
                 set.create(&name).map_err(AddError::Set)?;
             }
+            let comparison = match self.dry {
+                Some(dir) => Some(Comparison::open(dir, &name).map_err(AddError::Set)?),
+                None => None,
+            };
             self.current = Some(Current {
                 bucket,
                 part,
@@ -551,6 +608,7 @@ impl Output<'_> {
                     urls: 0,
                     bytes: 0,
                 },
+                comparison,
             });
             self.write(self.header).map_err(AddError::Set)?;
         }
@@ -566,6 +624,9 @@ impl Output<'_> {
             return Ok(());
         };
         current.report.bytes += bytes.len() as u64;
+        if let Some(comparison) = &mut current.comparison {
+            comparison.write(bytes)?;
+        }
         if let Some(set) = &mut self.set {
             set.write_current(bytes)?;
         }
@@ -579,6 +640,11 @@ impl Output<'_> {
         }
         self.write(URLSET_FOOT)?;
         if let Some(current) = self.current.take() {
+            if let Some(comparison) = current.comparison {
+                if comparison.finish()? {
+                    self.report.unchanged.push(current.report.name.clone());
+                }
+            }
             self.report.urls += current.report.urls;
             self.report.files.push(current.report);
         }

@@ -55,11 +55,39 @@ pub enum Format {
     Txt,
 }
 
+impl Format {
+    /// The format to write: `explicit` (`--format`) when given, else the
+    /// one `out`'s extension names (`.xml`, `.txt`; XML to stdout). A
+    /// compressed name (`.gz`) is refused whatever the format (its content
+    /// would not be compressed), and so, without `--format`, is any
+    /// other extension.
+    pub fn choose(explicit: Option<Format>, out: Option<&Path>) -> Result<Format, ExportError> {
+        let Some(out) = out else {
+            return Ok(explicit.unwrap_or(Format::Xml));
+        };
+        let bad = |why: &str| ExportError::Out(out.display().to_string(), why.to_owned());
+        let extension = out
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match (extension.as_deref(), explicit) {
+            (Some("gz"), _) => Err(bad(
+                "compressed output is not written; write sitemap.xml (crawlgate serves it, and a web server may compress it on the way)",
+            )),
+            (_, Some(format)) => Ok(format),
+            (Some("xml"), None) => Ok(Format::Xml),
+            (Some("txt"), None) => Ok(Format::Txt),
+            _ => Err(bad(
+                "the format comes from the extension, .xml (a urlset) or .txt (one URL a line); pass --format xml|txt for another name",
+            )),
+        }
+    }
+}
+
 /// Why nothing was written. The old output stays.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// `--origin`.
-    #[error("--origin {0:?}: a bare scheme://host[:port] is needed, like https://www.example.com (no path, query or credentials)")]
+    #[error("--origin {0:?}: a bare scheme://host[:port] is needed, like https://example.com (no path, query or credentials)")]
     Origin(String),
     /// No pages.
     #[error("{0}: no *.html pages; the old sitemap is kept")]
@@ -417,6 +445,34 @@ mod tests {
         assert_eq!(locs(&out, "urlset").len(), 10);
         assert!(!maps.join("sitemap-0.xml").exists());
         assert!(maps.join("sitemap-extra.xml").exists());
+    }
+
+    #[test]
+    fn the_format_follows_the_extension_unless_given() {
+        let choose = |explicit, out: Option<&str>| Format::choose(explicit, out.map(Path::new));
+        assert_eq!(choose(None, None).ok(), Some(Format::Xml));
+        assert_eq!(choose(Some(Format::Txt), None).ok(), Some(Format::Txt));
+        assert_eq!(
+            choose(None, Some("maps/sitemap.txt")).ok(),
+            Some(Format::Txt)
+        );
+        assert_eq!(choose(None, Some("sitemap.TXT")).ok(), Some(Format::Txt));
+        assert_eq!(choose(None, Some("sitemap.xml")).ok(), Some(Format::Xml));
+        assert_eq!(
+            choose(Some(Format::Xml), Some("urls.txt")).ok(),
+            Some(Format::Xml)
+        );
+        assert_eq!(
+            choose(Some(Format::Txt), Some("urls.list")).ok(),
+            Some(Format::Txt)
+        );
+        for refused in ["sitemap.html", "sitemap", "sitemap.xml.gz"] {
+            assert!(
+                matches!(choose(None, Some(refused)), Err(ExportError::Out(..))),
+                "{refused}"
+            );
+        }
+        assert!(choose(Some(Format::Xml), Some("sitemap.xml.gz")).is_err());
     }
 
     #[test]

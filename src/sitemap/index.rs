@@ -30,14 +30,40 @@ pub enum IndexError {
     #[error("--prefix: {0}")]
     Prefix(SetError),
     /// Nothing to list.
-    #[error("{0}: no sitemap files ({1}); the previous index is kept")]
-    Empty(String, String),
+    #[error(
+        "{dir}: no sitemap files ({wanted}); the previous index is kept; {}",
+        prefix_hint(others)
+    )]
+    Empty {
+        /// The folder.
+        dir: String,
+        /// The names looked for, `sitemap-*.xml, books-*.xml`.
+        wanted: String,
+        /// The prefixes of the other sets the folder holds (numbered
+        /// urlsets `<prefix>-<digit>….xml` that no prefix asked for).
+        others: Vec<String>,
+    },
     /// Too much to list.
     #[error("{0}: {1} sitemap files, more than the {MAX_FILES} one index may list")]
     TooMany(String, usize),
     /// Reading the folder or writing the index.
     #[error(transparent)]
     Set(#[from] SetError),
+}
+
+/// What to do about an empty index: name the sets that are there.
+fn prefix_hint(others: &[String]) -> String {
+    if others.is_empty() {
+        return "build a set into this folder first (crawlgate sitemap build --dir), or name its prefix with --prefix NAME".to_owned();
+    }
+    let flags: Vec<String> = others.iter().map(|p| format!("--prefix {p}")).collect();
+    format!(
+        "the folder holds the set{} {}: list {} with {}",
+        if others.len() == 1 { "" } else { "s" },
+        others.join(", "),
+        if others.len() == 1 { "it" } else { "them" },
+        flags.join(" ")
+    )
 }
 
 /// One file listed.
@@ -61,7 +87,9 @@ pub struct IndexReport {
 }
 
 /// Where the files are served: `files_url` (a folder URL), or else
-/// `/sitemaps/` on `base_url`'s host, where crawlgate serves them.
+/// `sitemaps/` below `base_url` (its path kept, as a folder:
+/// `https://example.com/shop` lists `https://example.com/shop/sitemaps/…`),
+/// where crawlgate serves them.
 pub fn files_base(base_url: &str, files_url: Option<&str>) -> Result<Url, IndexError> {
     let bad = |flag, value: &str| IndexError::Url {
         flag,
@@ -77,9 +105,15 @@ pub fn files_base(base_url: &str, files_url: Option<&str>) -> Result<Url, IndexE
             }
             Ok(url)
         }
-        None => base
-            .join(SERVED_PATH)
-            .map_err(|_| bad("--base-url", base_url)),
+        None => {
+            let mut base = base;
+            if !base.path().ends_with('/') {
+                let path = format!("{}/", base.path());
+                base.set_path(&path);
+            }
+            base.join(SERVED_PATH.trim_start_matches('/'))
+                .map_err(|_| bad("--base-url", base_url))
+        }
     }
 }
 
@@ -95,6 +129,8 @@ pub fn write_index(
         check_name(prefix).map_err(IndexError::Prefix)?;
     }
     let mut found = Vec::new();
+    // Numbered files of other prefixes, for the hint when nothing is found.
+    let mut others = Vec::new();
     let mut report = IndexReport::default();
     for entry in fs::read_dir(dir).map_err(io_error(dir))? {
         let entry = entry.map_err(io_error(dir))?;
@@ -106,7 +142,13 @@ pub fn write_index(
                 .and_then(|rest| rest.strip_prefix('-'))
                 .is_some_and(|rest| rest.len() > 4 && rest.ends_with(".xml"))
         });
-        if !listed || check_name(&name).is_err() || name == INDEX_NAME {
+        if !listed {
+            if let Some(prefix) = numbered_prefix(&name) {
+                others.push((prefix.to_owned(), entry.path()));
+            }
+            continue;
+        }
+        if check_name(&name).is_err() || name == INDEX_NAME {
             continue;
         }
         let path = entry.path();
@@ -128,7 +170,17 @@ pub fn write_index(
         .join(", ");
     let shown = dir.display().to_string();
     if found.is_empty() {
-        return Err(IndexError::Empty(shown, wanted));
+        let mut prefixes = std::collections::BTreeSet::new();
+        for (prefix, path) in others {
+            if !prefixes.contains(&prefix) && path.is_file() && is_urlset(&path).unwrap_or(false) {
+                prefixes.insert(prefix);
+            }
+        }
+        return Err(IndexError::Empty {
+            dir: shown,
+            wanted,
+            others: prefixes.into_iter().collect(),
+        });
     }
     if found.len() > MAX_FILES {
         return Err(IndexError::TooMany(shown, found.len()));
@@ -154,6 +206,20 @@ pub fn write_index(
     let committed = set.commit()?;
     report.unchanged = !committed.unchanged.is_empty();
     Ok(report)
+}
+
+/// The prefix of a numbered set file, `<prefix>-<digit>….xml`, as
+/// `build` names them (the part before the first `-` and digit):
+/// `books` of `books-0.xml` and `books-3-1.xml`.
+fn numbered_prefix(name: &str) -> Option<&str> {
+    if !name.ends_with(".xml") || check_name(name).is_err() {
+        return None;
+    }
+    let at = name
+        .as_bytes()
+        .windows(2)
+        .position(|w| w[0] == b'-' && w[1].is_ascii_digit())?;
+    Some(&name[..at]).filter(|p| !p.is_empty())
 }
 
 /// Whether the file's root element is `urlset` (read from its first
@@ -234,10 +300,34 @@ mod tests {
     }
 
     #[test]
+    fn numbered_prefixes() {
+        for (name, prefix) in [
+            ("books-0.xml", Some("books")),
+            ("books-12-1.xml", Some("books")),
+            ("my-books-3.xml", Some("my-books")),
+            ("sitemap-categories.xml", None),
+            ("books-0.txt", None),
+            ("-0.xml", None),
+            (".books-0.xml", None),
+        ] {
+            assert_eq!(numbered_prefix(name), prefix, "{name}");
+        }
+    }
+
+    #[test]
     fn files_are_served_under_sitemaps_unless_told() {
         let url = |base, files| files_base(base, files).map(String::from).expect("ok");
+        // The base URL's path is kept, with or without its slash.
         assert_eq!(
             url("https://example.com/shop/", None),
+            "https://example.com/shop/sitemaps/"
+        );
+        assert_eq!(
+            url("https://example.com/shop", None),
+            "https://example.com/shop/sitemaps/"
+        );
+        assert_eq!(
+            url("https://example.com", None),
             "https://example.com/sitemaps/"
         );
         assert_eq!(

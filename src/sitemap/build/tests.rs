@@ -195,7 +195,10 @@ fn alternates_list_every_language_version_itself_included() {
         "7\t2024-05-01 10:00:00+02\t/kniha?id=7&x='1'\t/en/book/7\thttps://example.de/buch/7\n\
                  8\t\t/kniha/8\t\t/de/8\n\
                  9\t\t\t/en/only\t\n";
-    run(&options(Some("cs,en,de")), d, input).expect("build");
+    // The German version lives on a site of its own.
+    let mut options = options(Some("cs,en,de"));
+    options.allow_other_hosts = true;
+    run(&options, d, input).expect("build");
     let urls = parse(&d.join("sitemap-0.xml"));
     let seven: Vec<(String, String)> = vec![
         (
@@ -238,19 +241,117 @@ fn alternates_list_every_language_version_itself_included() {
 fn addresses_are_joined_to_the_base_and_escaped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let input = "1\t\t/root\n2\t\trelative/page\n3\t\thttp://other.example.com/x\n\
-                 4\t\t/a b/žluť?q=a<b\n5\t\t//cdn.example.com/y\n";
+    let input = "1\t\t/root\n2\t\trelative/page\n3\t\thttps://WWW.example.com:443/x\n\
+                 4\t\t/a b/žluť?q=a<b\n5\t\t//www.example.com/y\n";
     run(&options(None), d, input).expect("build");
     assert_eq!(
         locs(d)["sitemap-0.xml"],
         [
             "https://www.example.com/root",
             "https://www.example.com/shop/relative/page",
-            "http://other.example.com/x",
+            "https://www.example.com/x",
             "https://www.example.com/a%20b/%C5%BElu%C5%A5?q=a%3Cb",
-            "https://cdn.example.com/y",
+            "https://www.example.com/y",
         ]
     );
+}
+
+/// The sitemaps protocol lists one site's URLs: an absolute address on
+/// another host (or scheme, or port) is an error naming the line, unless
+/// allowed.
+#[test]
+fn addresses_on_another_host_are_refused_unless_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    run(&options(None), d, &entries(&[1])).expect("build");
+    let before = snapshot(d);
+    for (address, words) in [
+        (
+            "https://example.com/x",
+            "\"https://example.com/x\" is not on https://www.example.com",
+        ),
+        ("//cdn.example.com/y", "is not on https://www.example.com"),
+        (
+            "http://www.example.com/x",
+            "is not on https://www.example.com",
+        ),
+        (
+            "https://www.example.com:8443/x",
+            "is not on https://www.example.com",
+        ),
+    ] {
+        let input = format!("1\t\t/a\n2\t\t{address}\n");
+        let err = run(&options(None), d, &input)
+            .expect_err(address)
+            .to_string();
+        assert!(err.starts_with("input:2: address "), "{err}");
+        assert!(err.contains(words), "{err}");
+        assert!(err.contains("--allow-other-hosts"), "{err}");
+        assert_eq!(snapshot(d), before, "nothing replaced");
+    }
+    // An alternate on another host is refused the same way.
+    let err = run(
+        &options(Some("cs,de")),
+        d,
+        "1\t\t/a\thttps://example.de/a\n",
+    )
+    .expect_err("alternate");
+    assert!(
+        err.to_string()
+            .starts_with("input:1: address \"https://example.de/a\" is not on"),
+        "{err}"
+    );
+    let mut allow = options(None);
+    allow.allow_other_hosts = true;
+    run(
+        &allow,
+        d,
+        "1\t\thttp://other.example.com/x\n2\t\t//cdn.example.com/y\n",
+    )
+    .expect("allowed");
+    assert_eq!(
+        locs(d)["sitemap-0.xml"],
+        ["http://other.example.com/x", "https://cdn.example.com/y"]
+    );
+}
+
+/// A row whose every address is empty (no version in any language) is
+/// left out and counted; the rest of the set is built. An input of such
+/// rows only is refused like an empty one.
+#[test]
+fn an_entry_without_any_address_is_skipped_and_counted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let input = "1\t\t/a\t/en/a\n2\t2024-01-01\tNULL\tNULL\n3\t\t\t/en/c\n\
+                 {\"id\": 4, \"address\": [null, \"\"]}\n5\t\t\\N\t\n";
+    let report = run(&options(Some("cs,en")), d, input).expect("build");
+    assert_eq!((report.entries, report.skipped, report.urls), (2, 3, 3));
+    assert_eq!(
+        locs(d)["sitemap-0.xml"],
+        [
+            "https://www.example.com/a",
+            "https://www.example.com/en/a",
+            "https://www.example.com/en/c",
+        ]
+    );
+    let report = dry(&options(Some("cs,en")), d, input).expect("dry");
+    assert_eq!((report.entries, report.skipped), (2, 3));
+    // Ids are still checked on a skipped row.
+    let err = run(&options(None), d, "3\t\t/a\n2\t\t\n").expect_err("order");
+    assert!(err.to_string().starts_with("input:2: id 2"), "{err}");
+    // One language too.
+    let report = run(&options(None), d, "1\t\t/a\n2\t\tNULL\n").expect("build");
+    assert_eq!((report.entries, report.skipped), (1, 1));
+    let before = snapshot(d);
+    let err = run(&options(Some("cs,en")), d, "1\t\t\t\n2\t\tNULL\tNULL\n").expect_err("none");
+    assert!(matches!(err, BuildError::Empty { skipped: 2, .. }), "{err}");
+    assert!(
+        err.to_string().contains(
+            "no entry with an address (2 skipped: every address empty); the previous set is kept"
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(d), before, "the old set is kept");
 }
 
 #[test]
@@ -283,7 +384,6 @@ fn bad_lines_are_errors_naming_the_line_and_replace_nothing() {
         ("1\t\t/a#top\n", 1, "#fragment"),
         ("1\t\thttp://[::1\n", 1, "address"),
         (&format!("1\t\t{long}\n"), 1, "characters long"),
-        ("1\t\t\n", 1, "no address"),
         ("{\"id\": 1, \"address\": 5}\n", 1, "not a JSON entry"),
         ("1\t\t/a\n\n3\t\t/b\n45001\t\t/c\n7\t\t/d\n", 5, "id 7"),
     ] {
@@ -334,7 +434,7 @@ fn empty_input_is_refused_unless_allowed() {
     let d = dir.path();
     run(&options(None), d, &entries(&[1])).expect("build");
     let err = run(&options(None), d, "").expect_err("empty");
-    assert!(matches!(err, BuildError::Empty(_)), "{err}");
+    assert!(matches!(err, BuildError::Empty { skipped: 0, .. }), "{err}");
     assert_eq!(names(d), ["sitemap-0.xml"]);
     let mut allow = options(None);
     allow.allow_empty = true;
@@ -366,6 +466,48 @@ fn a_dry_run_counts_and_writes_nothing() {
         names(d),
         ["sitemap-0.xml", "sitemap-1.xml", "sitemap-extra.xml"]
     );
+}
+
+/// A dry run reads the files in place and names those the build would
+/// leave alone, exactly as the build then reports them.
+#[test]
+fn a_dry_run_predicts_the_unchanged_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let first = entries(&[1, 2, 45_001, 90_001]);
+    let report = dry(&options(None), d, &first).expect("dry");
+    assert!(report.unchanged.is_empty(), "no file in place yet");
+    run(&options(None), d, &first).expect("build");
+
+    let same = dry(&options(None), d, &first).expect("dry");
+    assert_eq!(
+        same.unchanged,
+        ["sitemap-0.xml", "sitemap-1.xml", "sitemap-2.xml"]
+    );
+    // Item 2 gone, one more in bucket 2, and sitemap-1.xml truncated (a
+    // file in place that is a prefix of the new one is not the same), or
+    // grown (the new one is a prefix of it).
+    let next = entries(&[1, 45_001, 90_001, 90_002]);
+    let predicted = dry(&options(None), d, &next).expect("dry");
+    assert_eq!(predicted.unchanged, ["sitemap-1.xml"]);
+    let whole = fs::read(d.join("sitemap-1.xml")).expect("read");
+    for changed in [&whole[..whole.len() - 1], &[&whole[..], b"\n"].concat()[..]] {
+        fs::write(d.join("sitemap-1.xml"), changed).expect("write");
+        let predicted = dry(&options(None), d, &first).expect("dry");
+        assert_eq!(predicted.unchanged, ["sitemap-0.xml", "sitemap-2.xml"]);
+    }
+    fs::write(d.join("sitemap-1.xml"), &whole).expect("write");
+    let before = snapshot(d);
+    let predicted = dry(&options(None), d, &next).expect("dry");
+    assert_eq!(snapshot(d), before, "a dry run writes nothing");
+    let real = run(&options(None), d, &next).expect("build");
+    assert_eq!(real.unchanged, predicted.unchanged);
+    assert_eq!(real, predicted);
+    // A folder in the place of a file is not the same content.
+    fs::remove_file(d.join("sitemap-0.xml")).expect("remove");
+    fs::create_dir(d.join("sitemap-0.xml")).expect("mkdir");
+    let predicted = dry(&options(None), d, &next).expect("dry");
+    assert_eq!(predicted.unchanged, ["sitemap-1.xml", "sitemap-2.xml"]);
 }
 
 #[test]
