@@ -957,14 +957,14 @@ pub(crate) fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Opti
 }
 
 /// Requests refused before any decision: CONNECT (405), ambiguous framing
-/// (400), an over-long request-target (414), a declared body over the
-/// limit (413).
+/// or a Host that is not a host (400), an over-long
+/// request-target (414), a declared body over the limit (413).
 /// The connection is closed after the answer, since the body is unread.
 fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
     if req.method() == Method::CONNECT {
         return Some(response::close(response::method_not_allowed()));
     }
-    if let Err(err) = framing::check(req.version(), req.headers()) {
+    if let Err(err) = framing::check(req.version(), req.uri(), req.headers()) {
         tracing::debug!(%peer, error = %err, "refused an ambiguous request");
         return Some(response::close(response::bad_request()));
     }
