@@ -27,9 +27,12 @@
 //! PHP takes `HTTP_HOST` (and crawlgate's `X-Forwarded-Host`) as given and
 //! builds links, redirects and cache keys from it, so `example.com/evil`,
 //! `evil.com@example.com` or `a.com, b.com` never reach it.
+//!
+//! [`head_len`] is the size of a request head as `limits.max_header_bytes`
+//! counts it, the same way for HTTP/1 and HTTP/2.
 
 use http::header::{HeaderMap, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
-use http::{Uri, Version};
+use http::{Method, Uri, Version};
 
 use crate::canonical::split_authority;
 
@@ -96,6 +99,51 @@ pub fn check(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<(), Fra
         return Err(FramingError::InvalidHost);
     }
     Ok(())
+}
+
+/// The size of a request head as `limits.max_header_bytes` counts it: the
+/// head written as HTTP/1.1 would carry it, `METHOD target HTTP/1.1` and
+/// CRLF, each header field as `name: value` and CRLF, and the blank line.
+/// For an HTTP/1 head sent in that form (one space after the colon, CRLF
+/// line ends) it is the number of bytes received; white space around a
+/// value is not counted. Over HTTP/2 the pseudo-header fields count as
+/// HTTP/1.1 carries them: `:method` and `:path` in the request line,
+/// `:authority` as a Host field (`:scheme` does not count).
+///
+/// RFC 9113's header list size (what `SETTINGS_MAX_HEADER_LIST_SIZE`
+/// bounds) counts 32 bytes per field instead of the 4 of `: ` and CRLF,
+/// and the pseudo-header fields by their names: for a head of `n` regular
+/// fields it is at most this length plus `28 * n + 140`
+/// ([`h2_list_size_bound`]).
+pub fn head_len(method: &Method, uri: &Uri, version: Version, headers: &HeaderMap) -> usize {
+    let path = uri.path_and_query().map_or(0, |pq| pq.as_str().len());
+    let authority = uri.authority().map_or(0, |a| a.as_str().len());
+    let target = if version == Version::HTTP_2 {
+        // `host: ` … CRLF, for `:authority`.
+        path + uri.authority().map_or(0, |_| authority + 8)
+    } else {
+        // Origin form, or absolute form (`scheme://authority/path`).
+        uri.scheme_str().map_or(0, |s| s.len() + 3) + authority + path
+    };
+    // `METHOD SP target SP HTTP/1.1 CRLF`, the fields, CRLF.
+    let line = method.as_str().len() + 1 + target + 1 + 8 + 2;
+    let fields: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + 2 + value.len() + 2)
+        .sum();
+    line + fields + 2
+}
+
+/// An upper bound of RFC 9113's header list size of an HTTP/2 request
+/// whose [`head_len`] is at most `max_len` and that has at most `fields`
+/// regular header fields: 32 instead of 4 bytes per field, and the
+/// pseudo-header fields (`:method`, `:scheme`, `:path`, `:authority`) at
+/// 157 bytes plus their values, where `head_len` counts 22 plus their
+/// values but `:scheme`'s (5 bytes at most, `https`).
+pub fn h2_list_size_bound(max_len: usize, fields: usize) -> usize {
+    max_len
+        .saturating_add(fields.saturating_mul(28))
+        .saturating_add(140)
 }
 
 #[cfg(test)]
@@ -278,5 +326,42 @@ mod tests {
             check(Version::HTTP_2, &uri, &hostile),
             Err(FramingError::InvalidHost)
         );
+    }
+
+    /// `head_len` is the byte count of an HTTP/1.1 head sent in the usual
+    /// form, and the same for the same request over HTTP/2; RFC 9113's
+    /// list size stays within `h2_list_size_bound`.
+    #[test]
+    fn head_len_counts_what_was_sent() {
+        let fields = [("host", "example.com"), ("user-agent", "x"), ("x-pad", "")];
+        let raw = "GET /a?b=c HTTP/1.1\r\nhost: example.com\r\nuser-agent: x\r\nx-pad: \r\n\r\n";
+        let h1 = head_len(
+            &Method::GET,
+            &Uri::from_static("/a?b=c"),
+            Version::HTTP_11,
+            &head(&fields),
+        );
+        assert_eq!(h1, raw.len());
+        let absolute = "GET http://example.com/a?b=c HTTP/1.1\r\nhost: example.com\r\n\r\n";
+        let uri = Uri::from_static("http://example.com/a?b=c");
+        let h1 = head_len(&Method::GET, &uri, Version::HTTP_11, &head(&fields[..1]));
+        assert_eq!(h1, absolute.len());
+        // HTTP/2: `:authority` in place of the Host field.
+        let uri = Uri::from_static("https://example.com/a?b=c");
+        let h2 = head_len(&Method::GET, &uri, Version::HTTP_2, &head(&fields[1..]));
+        assert_eq!(h2, raw.len());
+        // RFC 9113 §4.3.1: name + value + 32 per field, pseudo-fields too.
+        let rfc = [
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/a?b=c"),
+            (":authority", "example.com"),
+            ("user-agent", "x"),
+            ("x-pad", ""),
+        ]
+        .iter()
+        .map(|(n, v)| n.len() + v.len() + 32)
+        .sum::<usize>();
+        assert_eq!(rfc, h2_list_size_bound(h2, 2));
     }
 }
