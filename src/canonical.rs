@@ -170,21 +170,24 @@ pub fn strip_www_path(path: &str) -> Option<&str> {
 }
 
 /// Splits `host[:port]` and checks it: the host must be a DNS-style name
-/// ([`is_hostname`]) or a bracketed IPv6 literal, the port decimal digits up to 65535.
-/// Anything else (user info, spaces, control bytes, an empty host) is
-/// `None`: such a host is never reflected into a Location.
+/// ([`is_hostname`], IPv4 addresses included) or a bracketed IPv6 literal
+/// (no zone, no `IPvFuture`), the port 1 to 5 decimal digits, 1 to 65535.
+/// Anything else (user info, a path, spaces, commas, `%`, control bytes,
+/// an empty host or port) is `None`: such a host is never reflected into a
+/// Location or robots.txt, and a request that asks for it is refused
+/// ([`crate::framing::check`]). One rule for the three, written here.
+///
+/// RFC 3986's reg-name also allows `%`-escapes, `~` and the sub-delims
+/// `!$&'()*+,;=`; no DNS name has them, and in a Host header in front of
+/// PHP they only serve to confuse whatever builds URLs from `HTTP_HOST`
+/// (`a.com, b.com` is what a proxy that joins Host fields makes). `_` is
+/// kept: real host names have it.
 pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
     let (host, port) = if authority.starts_with('[') {
         let close = authority.find(']')?;
         let host = &authority[..=close];
-        let inner = &host[1..close];
-        if inner.is_empty()
-            || !inner
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
-        {
-            return None;
-        }
+        // Parsing allocates nothing.
+        host[1..close].parse::<std::net::Ipv6Addr>().ok()?;
         match &authority[close + 1..] {
             "" => (host, None),
             rest => (host, Some(rest.strip_prefix(':')?)),
@@ -200,7 +203,8 @@ pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
         (host, port)
     };
     if let Some(port) = port {
-        if !port.bytes().all(|b| b.is_ascii_digit()) || port.parse::<u16>().is_err() {
+        let digits = (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit());
+        if !digits || port.parse::<u16>().map_or(true, |p| p == 0) {
             return None;
         }
     }

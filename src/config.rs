@@ -594,7 +594,8 @@ pub struct TlsConfig {
 /// Resource limits, validated.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Bytes of request line plus headers (hyper's read buffer), ≥ 8 KiB.
+    /// Bytes of a request head as [`crate::framing::head_len`] counts
+    /// them, 8 KiB to 16 MiB.
     pub max_header_bytes: usize,
     /// Number of request headers.
     pub max_headers: usize,

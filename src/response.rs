@@ -185,6 +185,14 @@ pub fn payload_too_large() -> Response<Body> {
     text(StatusCode::PAYLOAD_TOO_LARGE, "413 Content Too Large\n")
 }
 
+/// 431 for a request head over `limits.max_header_bytes`.
+pub fn header_fields_too_large() -> Response<Body> {
+    text(
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        "431 Request Header Fields Too Large\n",
+    )
+}
+
 /// 414 for a request-target over `limits.max_uri_bytes`.
 pub fn uri_too_long() -> Response<Body> {
     text(StatusCode::URI_TOO_LONG, "414 URI Too Long\n")

@@ -9,9 +9,11 @@
 //!
 //! Every connection has a header-read timeout (also the TLS handshake's and
 //! the HTTP/1 keep-alive idle time), an idle timeout when it speaks HTTP/2
-//! (no open stream for `proxy.http2_idle_timeout`), a cap on the head size
-//! and header count (431 past them, from hyper), and one cap on concurrent
-//! connections across both listeners. The request-path state is read from
+//! (no open stream for `proxy.http2_idle_timeout`), a cap on the header
+//! count (431 past it, from hyper), caps on what hyper reads of a head
+//! above `limits.max_header_bytes` (the limit itself is the service's,
+//! see [`h1_read_cap`]), and one cap on concurrent connections across
+//! both listeners. The request-path state is read from
 //! the [`Live`] cell per request, so a reload reaches the next request
 //! while in-flight ones finish with the state they started with.
 //!
@@ -228,9 +230,32 @@ struct Builders {
     any: auto::Builder<TokioExecutor>,
 }
 
+/// What hyper may read of an HTTP/1 request head, for a
+/// `limits.max_header_bytes` of `limit`: a quarter more, so that the
+/// limit itself is applied by [`crate::service`] (with 431, the head
+/// measured by [`crate::framing::head_len`]) and this only bounds the
+/// memory a head takes (hyper answers 431 past it). White space around
+/// values, which the limit does not count, fits in the margin.
+///
+/// hyper's `max_buf_size` alone is not a head limit: the read buffer
+/// grows in doubling steps (8, 16, 32 KiB…) and the last read before the
+/// cap may fill whatever the buffer's allocation has room for, which
+/// `BytesMut::reserve` doubles; a head that completes within it is
+/// parsed without any size check. With a cap of 64 KiB, reads of 8, 16
+/// and 32 KiB leave 56 KiB buffered, the next reserve doubles the
+/// allocation to 112 KiB and a 114,688-byte head was taken (49,152 for a
+/// cap of 32 KiB; 8 and 16 KiB happen to fill their allocation exactly).
+/// So the HTTP/1-only builder also gets `max_header_size`, which hyper
+/// checks against the parsed head; the auto builder (h2c) has no such
+/// setting, and its buffer stays under twice the cap.
+fn h1_read_cap(limit: usize) -> usize {
+    limit.saturating_add(limit / 4)
+}
+
 impl Builders {
     fn new(shared: Arc<Shared>) -> Self {
         let limits = &shared.limits;
+        let read_cap = h1_read_cap(limits.max_header_bytes);
         // The same HTTP/1 settings on hyper's builder and on the auto
         // builder's (two types with the same methods).
         macro_rules! http1_settings {
@@ -238,7 +263,7 @@ impl Builders {
                 $builder
                     .timer(TokioTimer::new())
                     .header_read_timeout(shared.conn.header_read_timeout)
-                    .max_buf_size(limits.max_header_bytes)
+                    .max_buf_size(read_cap)
                     .max_headers(limits.max_headers)
                     .keep_alive(true)
             };
@@ -246,11 +271,17 @@ impl Builders {
         let mut any = auto::Builder::new(TokioExecutor::new());
         http1_settings!(any.http1());
         let mut h1 = hyper::server::conn::http1::Builder::new();
-        http1_settings!(h1);
+        http1_settings!(h1).max_header_size(read_cap);
+        // HTTP/2 counts a header list as RFC 9113 does (32 bytes a field):
+        // the bound of what passes the limit with `max_headers` fields,
+        // and one more (the h2 crate refuses a list that reaches it).
+        let list_size =
+            crate::framing::h2_list_size_bound(limits.max_header_bytes, limits.max_headers)
+                .saturating_add(1);
         any.http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(H2_MAX_STREAMS)
-            .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+            .max_header_list_size(u32::try_from(list_size).unwrap_or(u32::MAX));
         Self {
             h1,
             h2: any.clone().http2_only(),

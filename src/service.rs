@@ -970,15 +970,23 @@ pub(crate) fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Opti
         .or_else(|| host.and_then(|h| h.to_str().ok()))
 }
 
-/// Requests refused before any decision: CONNECT (405), ambiguous framing
-/// (400), an over-long request-target (414), a declared body over the
-/// limit (413).
+/// Requests refused before any decision: CONNECT (405), a head over
+/// `limits.max_header_bytes` as [`framing::head_len`] counts it (431),
+/// ambiguous framing or a Host that is not a host (400), an over-long
+/// request-target (414), a declared body over the limit (413).
 /// The connection is closed after the answer, since the body is unread.
 fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
     if req.method() == Method::CONNECT {
         return Some(response::close(response::method_not_allowed()));
     }
-    if let Err(err) = framing::check(req.version(), req.headers()) {
+    // hyper's own caps (server.rs) sit above the limit, as a bound on
+    // what it reads; this is the limit.
+    let head = framing::head_len(req.method(), req.uri(), req.version(), req.headers());
+    if head > limits.max_header_bytes {
+        tracing::debug!(%peer, head, "refused a request head over limits.max_header_bytes");
+        return Some(response::close(response::header_fields_too_large()));
+    }
+    if let Err(err) = framing::check(req.version(), req.uri(), req.headers()) {
         tracing::debug!(%peer, error = %err, "refused an ambiguous request");
         return Some(response::close(response::bad_request()));
     }

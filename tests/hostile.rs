@@ -105,6 +105,130 @@ async fn two_user_agent_fields_are_refused_in_either_order() {
     proxy.stop().await;
 }
 
+/// Issue 25.5: a Host that is not a host name, IPv4 address or bracketed
+/// IPv6 literal with an optional port 1-65535 is 400 and never reaches
+/// PHP (as `HTTP_HOST` or `X-Forwarded-Host`), over HTTP/1.1 (Host header
+/// or absolute-form target) and HTTP/2 (`:authority` or Host); valid ones
+/// are forwarded as sent.
+#[tokio::test]
+async fn hostile_hosts_are_refused_and_valid_ones_forwarded_as_sent() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start("[proxy]\nh2c = true", &upstream.url()).await;
+    let hostile = [
+        "example.com/evil",
+        "exa mple.com",
+        "evil.com@example.com",
+        "www.example.com:99999",
+        "example.com, www.evil.com",
+        "example.com:0",
+        "example.com:",
+        "ex%61mple.com",
+        "example.com;evil",
+        "example..com",
+        "[::1",
+        "[fe80::1%25eth0]:80",
+        "",
+    ];
+    for host in hostile {
+        let raw = req(&format!("GET /page HTTP/1.1\r\nHost: {host}"));
+        let res = try_send_raw(proxy.addr, raw.as_bytes()).await;
+        let res = res.unwrap_or_else(|| panic!("no answer for {host:?}"));
+        assert_eq!(res.status, 400, "{host:?}");
+        assert_eq!(res.header("connection"), Some("close"), "{host:?}");
+    }
+    // The authority of an absolute-form target, whatever the Host says.
+    for target in [
+        "http://evil.com@example.com/page",
+        "http://example.com:99999/page",
+    ] {
+        let raw = req(&format!("GET {target} HTTP/1.1\r\nHost: example.com"));
+        let res = try_send_raw(proxy.addr, raw.as_bytes()).await;
+        assert_eq!(res.map(|r| r.status), Some(400), "{target}");
+    }
+    // HTTP/2: a hostile Host beside a good `:authority` is 400; a hostile
+    // `:authority` is 400 or, where the HTTP/2 layer cannot parse it, a
+    // refused stream.
+    let stream = TcpStream::connect(proxy.addr).await.expect("connect");
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("h2c");
+    tokio::spawn(conn);
+    let h2 = |uri: &str, host: Option<&str>| {
+        let mut req = http::Request::builder()
+            .uri(uri)
+            .header("user-agent", FIREFOX);
+        if let Some(host) = host {
+            req = req.header("host", host);
+        }
+        req.body(http_body_util::Empty::<bytes::Bytes>::new())
+    };
+    for host in [
+        "example.com, www.evil.com",
+        "evil.com@example.com",
+        "example.com:0",
+    ] {
+        let req = h2("http://example.com/page", Some(host)).expect("request");
+        let status = send.send_request(req).await.map(|r| r.status().as_u16());
+        assert_eq!(status.ok(), Some(400), "h2 host {host:?}");
+    }
+    let mut sent = 0;
+    for uri in [
+        "http://evil.com@example.com/page",
+        "http://example.com:99999/page",
+        "http://example.com:0/page",
+    ] {
+        let Ok(req) = h2(uri, None) else {
+            continue; // not a URI the client can send
+        };
+        sent += 1;
+        let res = send.send_request(req).await;
+        let status = res.as_ref().map(|r| r.status().as_u16()).ok();
+        assert!(matches!(status, None | Some(400)), "h2 {uri}: {status:?}");
+    }
+    assert!(sent > 0, "no hostile :authority could be sent");
+    assert!(
+        upstream.requests().is_empty(),
+        "forwarded: {:?}",
+        upstream.requests()
+    );
+
+    // Valid hosts reach PHP exactly as sent, as Host and X-Forwarded-Host.
+    let valid = [
+        "example.com:8080",
+        "[::1]:8080",
+        "127.0.0.1",
+        "Example.COM.",
+        "xn--bcher-kva.example",
+        "my_host.example.com:65535",
+    ];
+    for host in valid {
+        let raw = req(&format!("GET /page HTTP/1.1\r\nHost: {host}"));
+        let res = send_raw(proxy.addr, raw.as_bytes()).await;
+        assert_eq!(res.status, 200, "{host}");
+    }
+    let req = h2("http://[::1]:8080/page", None).expect("request");
+    let status = send.send_request(req).await.map(|r| r.status().as_u16());
+    assert_eq!(status.ok(), Some(200), "h2 [::1]:8080");
+    let seen = upstream.requests();
+    let hosts: Vec<(String, String)> = seen
+        .iter()
+        .map(|r| {
+            let one = |name| r.all(name).join(" | ");
+            (one("host"), one("x-forwarded-host"))
+        })
+        .collect();
+    let want: Vec<(String, String)> = valid
+        .iter()
+        .chain(&["[::1]:8080"])
+        .map(|h| (h.to_string(), h.to_string()))
+        .collect();
+    assert_eq!(hosts, want);
+    proxy.stop().await;
+}
+
 /// A body whose chunk framing breaks mid-way never reaches the upstream as
 /// a complete request; the client gets 400.
 #[tokio::test]

@@ -112,14 +112,14 @@ impl Upstream {
                     match acceptor {
                         None => {
                             let io = TokioIo::new(stream);
-                            let _ = http1::Builder::new().serve_connection(io, service).await;
+                            let _ = upstream_http1().serve_connection(io, service).await;
                         }
                         Some(acceptor) => {
                             let Ok(tls) = acceptor.accept(stream).await else {
                                 return;
                             };
                             let io = TokioIo::new(tls);
-                            let _ = http1::Builder::new().serve_connection(io, service).await;
+                            let _ = upstream_http1().serve_connection(io, service).await;
                         }
                     }
                 });
@@ -145,6 +145,15 @@ impl Upstream {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+}
+
+/// The recording upstream's HTTP/1 settings: heads up to the largest
+/// `limits.max_header_bytes` crawlgate accepts (16 MiB) are read, so that
+/// a head crawlgate forwards is recorded rather than refused here.
+fn upstream_http1() -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder.max_buf_size(20 << 20);
+    builder
 }
 
 type UpBody = http_body_util::Either<Full<Bytes>, Chunks>;
