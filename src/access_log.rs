@@ -359,7 +359,7 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
         out,
         " {}\" {} {} \"",
         protocol(o.version),
-        o.status.as_u16(),
+        o.status.map_or(0, |s| s.as_u16()),
         o.bytes_out
     )?;
     let header = |out: &mut Vec<u8>, value: &Option<http::HeaderValue>| match value {
@@ -435,7 +435,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         query: req.uri.query().map(truncate),
         protocol: protocol(o.version),
         tls: o.tls,
-        status: o.status.as_u16(),
+        status: o.status.map_or(0, |s| s.as_u16()),
         bytes_in: o.bytes_in,
         bytes_out: o.bytes_out,
         referer: text(&req.referer),
@@ -499,7 +499,7 @@ mod tests {
             tls: false,
             verdict: None,
             route: Route::Forward,
-            status: http::StatusCode::OK,
+            status: Some(http::StatusCode::OK),
             bytes_in: 0,
             bytes_out: 0,
             upstream_time: None,

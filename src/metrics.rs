@@ -428,8 +428,9 @@ impl Drop for InFlight {
     }
 }
 
-/// Status classes, as labels.
-const CODES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+/// Status classes, as labels; `none` for a request that ended without an
+/// answer (cut off by a drain's end, or its client went away first).
+const CODES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "none"];
 
 /// The request counters of one rules generation, resolved on first use.
 #[derive(Debug)]
@@ -494,7 +495,10 @@ impl RequestCounters {
             Some(RobotClass::Listed(rule)) => self.rule_class.get(rule).copied().unwrap_or(NONE),
             Some(RobotClass::Unknown) => UNKNOWN,
         };
-        let code = usize::from((status / 100).clamp(1, 5) - 1);
+        let code = match status {
+            0 => CODES.len() - 1,
+            _ => usize::from((status / 100).clamp(1, 5) - 1),
+        };
         // `Route::ALL` lists the variants in declaration order.
         let route_index = route as usize;
         let index = (route_index * self.classes.len() + usize::from(class)) * CODES.len() + code;

@@ -37,7 +37,7 @@ use crate::verify::Identity;
 pub const LOG_FIELD_MAX: usize = 256;
 
 /// What was done with a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Route {
     /// Forwarded to the upstream.
     Forward,
@@ -48,6 +48,7 @@ pub enum Route {
     /// The synthesized robots.txt.
     Robots,
     /// Refused before any decision (bad framing, too long, CONNECT).
+    #[default]
     Reject,
     /// A robot shed under upstream pressure: 503 or 429.
     Shed,
@@ -93,14 +94,18 @@ pub enum Side {
     Client,
     /// The upstream (refused, timed out, broke off).
     Upstream,
+    /// crawlgate itself: the end of a drain's grace period closed the
+    /// connection.
+    Proxy,
 }
 
 impl Side {
-    /// `client` or `upstream`.
+    /// `client`, `upstream` or `proxy`.
     pub fn as_str(self) -> &'static str {
         match self {
             Side::Client => "client",
             Side::Upstream => "upstream",
+            Side::Proxy => "proxy",
         }
     }
 }
@@ -150,7 +155,7 @@ impl RequestLine {
 /// One request's outcome: every field the access log and the metrics use
 /// (what only the log shows is in [`RequestLine`], built only when the log
 /// is on).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Outcome {
     /// The request, when the access log is on (boxed: the record travels
     /// with every response, and most of its size is this).
@@ -164,8 +169,9 @@ pub struct Outcome {
     pub verdict: Option<(UaClass, Reason)>,
     /// What was done.
     pub route: Route,
-    /// The status sent.
-    pub status: StatusCode,
+    /// The status sent; `None` when the request ended before it had an
+    /// answer (the access log says 0).
+    pub status: Option<StatusCode>,
     /// Request body bytes passed upstream (0 when not forwarded: a body
     /// is never read for a synthetic answer).
     pub bytes_in: u64,
@@ -250,9 +256,11 @@ impl Observer {
 
     /// Takes one finished request: counted, and queued for the log.
     pub fn record(&self, shared: &Shared, outcome: Outcome) {
-        shared
-            .counters
-            .count(outcome.route, outcome.class(), outcome.status.as_u16());
+        shared.counters.count(
+            outcome.route,
+            outcome.class(),
+            outcome.status.map_or(0, |s| s.as_u16()),
+        );
         if outcome.request.is_none() {
             return;
         }
@@ -295,6 +303,11 @@ impl Health {
     /// A drain has started: not ready any more.
     pub fn set_draining(&self) {
         self.draining.store(true, Ordering::Release);
+    }
+
+    /// Whether a drain has started.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
     }
 
     /// The upstream answered (a response head, or a connection made).
@@ -340,10 +353,15 @@ pub fn truncate(s: &str) -> &str {
     &s[..end]
 }
 
-/// An outcome waiting for its response body to finish.
+/// An outcome waiting for its response body to finish. Dropped before
+/// that (the request's task ended without an answer: the client went
+/// away while the upstream was still answering, or a drain's grace period
+/// closed the connection), it is recorded all the same, as `aborted`.
 #[derive(Debug)]
 pub struct Pending {
     shared: Arc<Shared>,
+    /// Recorded already.
+    done: bool,
     /// The record, filled in as the request goes on.
     pub outcome: Outcome,
     /// Counts the request in flight upstream until the body is done.
@@ -358,6 +376,7 @@ impl Pending {
     pub fn new(shared: Arc<Shared>, outcome: Outcome, start: Instant) -> Self {
         Self {
             shared,
+            done: false,
             outcome,
             in_flight: None,
             body_bytes: None,
@@ -371,13 +390,36 @@ impl Pending {
     }
 
     fn finish(mut self) {
+        self.record();
+    }
+
+    /// Hands the outcome to the observer, once.
+    fn record(&mut self) {
+        if std::mem::replace(&mut self.done, true) {
+            return;
+        }
         self.outcome.total_time = self.start.elapsed();
         drop(self.in_flight.take());
         if let Some(bytes) = self.body_bytes.take() {
             self.outcome.bytes_in = bytes.get();
         }
-        let shared = self.shared;
-        shared.observer.record(&shared, self.outcome);
+        let outcome = std::mem::take(&mut self.outcome);
+        self.shared.observer.record(&self.shared, outcome);
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let side = if self.shared.observer.health.is_draining() {
+            Side::Proxy
+        } else {
+            Side::Client
+        };
+        self.outcome.error.get_or_insert(("aborted", side));
+        self.record();
     }
 }
 

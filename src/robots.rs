@@ -158,7 +158,9 @@ impl Robots {
             Some(authority) if advertise => {
                 let mut body = Vec::with_capacity(self.body.len() + 64 + authority.len());
                 body.extend_from_slice(&self.body);
-                body.extend_from_slice(b"Sitemap: ");
+                // A record of its own, apart from the last group (which
+                // may be an AI group's `Disallow: /`): a blank line first.
+                body.extend_from_slice(b"\nSitemap: ");
                 body.extend_from_slice(scheme.as_bytes());
                 body.extend_from_slice(b"://");
                 body.extend_from_slice(authority.to_ascii_lowercase().as_bytes());
@@ -271,7 +273,7 @@ mod tests {
         std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
         assert_eq!(
             r.body("https", Some("Example.com:8443")),
-            format!("{DESIGN_BODY}Sitemap: https://example.com:8443/sitemaps/sitemap.xml\n")
+            format!("{DESIGN_BODY}\nSitemap: https://example.com:8443/sitemaps/sitemap.xml\n")
         );
         // A host that is not a host is not reflected.
         assert_eq!(r.body("https", Some("evil.com/\r\nx")), DESIGN_BODY);
@@ -333,6 +335,27 @@ mod tests {
         ] {
             assert!(allowed(path), "{path} must be allowed");
         }
+    }
+
+    /// Issue 25: the Sitemap line is a record of its own, a blank line
+    /// after the last group (an AI group ends with `Disallow: /`).
+    #[test]
+    fn the_sitemap_line_stands_apart_from_the_last_group() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("sitemap.xml"), "<sitemapindex/>").expect("write");
+        let ai = AiConfig {
+            training: Some(false),
+            search: None,
+            user_fetch: None,
+            enforce: false,
+        };
+        let r = Robots::new(&["do"], &[], &[], Some(dir.path().to_owned()))
+            .with_ai(&ai, &Operators::embedded());
+        let body = String::from_utf8(r.body("https", Some("example.com")).to_vec()).expect("utf-8");
+        assert!(
+            body.ends_with("Disallow: /\n\nSitemap: https://example.com/sitemaps/sitemap.xml\n"),
+            "{body}"
+        );
     }
 
     /// The AI policy: the Content-Signal line in the `*` group, one group

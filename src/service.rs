@@ -438,19 +438,11 @@ pub async fn handle(
         }),
         version,
         tls,
-        verdict: None,
-        route: Route::Reject,
-        status: StatusCode::OK,
-        bytes_in: 0,
-        bytes_out: 0,
-        upstream_time: None,
-        total_time: Duration::ZERO,
-        error: None,
-        identity: None,
+        ..Outcome::default()
     };
     let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
     let mut res = respond(&shared, conn, upgrades, req, &mut pending).await;
-    pending.outcome.status = res.status();
+    pending.outcome.status = Some(res.status());
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);

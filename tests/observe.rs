@@ -368,3 +368,49 @@ async fn the_json_log_has_every_field() {
     assert_eq!(third["bytes_in"], 11, "{third}");
     proxy.stop().await;
 }
+
+/// Issue 25: a request still waiting for the site when the drain's grace
+/// period ends is cut off, and still has its access-log line: status 0,
+/// nothing sent, `error=aborted error_side=proxy`.
+#[tokio::test]
+async fn a_request_cut_off_by_the_end_of_a_drain_is_logged() {
+    let upstream = Upstream::start().await;
+    // The log outside the proxy's folder, which goes when it stops.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("access.log");
+    let proxy = Proxy::start_with(
+        &format!(
+            "[proxy]\nshutdown_grace = \"300ms\"\n[log]\nfile = {:?}\nformat = \"json\"\n",
+            log.display()
+        ),
+        with_admin(&upstream.url()),
+    )
+    .await;
+    // The site holds the page until the end of the test.
+    let mut held = tokio::net::TcpStream::connect(proxy.addr)
+        .await
+        .expect("connect");
+    tokio::io::AsyncWriteExt::write_all(
+        &mut held,
+        b"GET /hold HTTP/1.1\r\nHost: example.com\r\nUser-Agent: Mozilla/5.0 x\r\n\r\n",
+    )
+    .await
+    .expect("write");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while upstream.requests().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request reaches the site"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.stop().await;
+    let lines = log_lines(&log, 1).await;
+    let record: serde_json::Value = serde_json::from_str(&lines[0]).expect("json");
+    assert_eq!(record["path"], "/hold", "{record}");
+    assert_eq!(record["status"], 0, "{record}");
+    assert_eq!(record["bytes_out"], 0, "{record}");
+    assert_eq!(record["error"], "aborted", "{record}");
+    assert_eq!(record["error_side"], "proxy", "{record}");
+    upstream.release_held();
+}

@@ -105,7 +105,7 @@ async fn the_sitemap_line_follows_the_index_file_and_the_request_host() {
     let res = get(proxy.addr, "shop.example.org:8443", "/robots.txt", None).await;
     assert_eq!(
         res.text(),
-        format!("{DESIGN_BODY}Sitemap: http://shop.example.org:8443/sitemaps/sitemap.xml\n")
+        format!("{DESIGN_BODY}\nSitemap: http://shop.example.org:8443/sitemaps/sitemap.xml\n")
     );
     assert!(upstream.requests().is_empty());
     proxy.stop().await;
