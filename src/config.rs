@@ -1389,8 +1389,10 @@ fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigEr
         return Err(invalid(
             "bot_cache.max_item",
             format!(
-                "{} bytes is over 1/{SIZE_PER_ITEM} of bot_cache.size ({} bytes)",
-                config.max_item, config.size
+                "{} bytes is over {} bytes, 1/{SIZE_PER_ITEM} of bot_cache.size ({} bytes)",
+                config.max_item,
+                config.size / SIZE_PER_ITEM,
+                config.size
             ),
         ));
     }
@@ -1789,7 +1791,7 @@ mod tests {
             ),
             (
                 "ttl = \"1m\"\nsize = \"8MiB\"\nmax_item = \"1MiB\"",
-                "bot_cache.max_item: 1048576 bytes is over 1/32",
+                "bot_cache.max_item: 1048576 bytes is over 262144 bytes, 1/32 of bot_cache.size (8388608 bytes)",
             ),
             (
                 "ttl = \"1m\"\ncapacity = 1",
