@@ -201,10 +201,11 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         certs_dir: args.certs,
         admin_listen: args.admin_listen,
         workers: None,
+        default_state_dir: systemd_state_dir(),
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),
-        Err(err) => return fail(EXIT_CONFIG, &err),
+        Err(err) => return fail(EXIT_CONFIG, &Causes(&err)),
     };
     // This thread only turns signals into control events; the workers run
     // their own event loops.
@@ -267,13 +268,30 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         // `crawlgate classify | head` is fine.
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(err) => fail(1, &err),
+        Err(err) => fail(1, &Causes(&err)),
     }
 }
 
+/// `verify.state_dir` when the file sets none: systemd's `StateDirectory=`
+/// (`$STATE_DIRECTORY`, the first folder when it names several) with
+/// `verify` below it; outside systemd, none (the lists are kept in
+/// memory).
+fn systemd_state_dir() -> Option<PathBuf> {
+    let dirs = std::env::var_os("STATE_DIRECTORY")?;
+    let first = std::env::split_paths(&dirs).next()?;
+    first.is_absolute().then(|| first.join("verify"))
+}
+
+/// The checks of a start without its side effects: `crawlgate::live::load`
+/// is what `Live::start` runs before it creates the state folder and opens
+/// the access log, so what passes here starts (ports aside).
 fn check_config(file: &std::path::Path) -> ExitCode {
     let observer = Arc::new(crawlgate::observe::Observer::new());
-    match crawlgate::live::load(Some(file), &Overrides::default(), &observer) {
+    let overrides = Overrides {
+        default_state_dir: systemd_state_dir(),
+        ..Overrides::default()
+    };
+    match crawlgate::live::load(Some(file), &overrides, &observer) {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config
@@ -303,7 +321,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(err) => fail(EXIT_CONFIG, &err),
+        Err(err) => fail(EXIT_CONFIG, &Causes(&err)),
     }
 }
 
