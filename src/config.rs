@@ -72,16 +72,9 @@ impl ConfigError {
     /// a later check against other files (a class name against the rules):
     /// reported like any invalid value, with the file and its key's line.
     pub fn invalid_in(path: &Path, key: &'static str, message: String) -> Self {
-        Self::invalid_at(path, key, key, message)
-    }
-
-    /// [`ConfigError::invalid_in`] with the line of `line_key`, a key
-    /// below `key` (`verify.ranges.google.common-crawlers` for a problem
-    /// reported as `verify.ranges`).
-    pub fn invalid_at(path: &Path, key: &'static str, line_key: &str, message: String) -> Self {
         let line = std::fs::read_to_string(path)
             .ok()
-            .and_then(|text| key_line(&text, line_key).or_else(|| key_line(&text, key)));
+            .and_then(|text| key_line(&text, key));
         ConfigError::InFile {
             path: path.to_owned(),
             line,

@@ -38,9 +38,6 @@ pub enum LoadError {
     /// The certificate folder (`FILE: problem`).
     #[error(transparent)]
     Tls(#[from] TlsError),
-    /// The state folder, checked by [`load`], could not be created.
-    #[error(transparent)]
-    StateDir(#[from] StoreError),
 }
 
 /// Everything one load produced.
@@ -88,10 +85,17 @@ pub fn load(
     })
 }
 
-/// What [`load`] checked and left undone: creates `verify.state_dir`.
-fn prepare(config: &Config) -> Result<(), LoadError> {
+/// What [`load`] checked and left undone: creates `verify.state_dir`
+/// (an error here is a race with whatever changed the folder since).
+fn prepare(config: &Config, path: Option<&Path>) -> Result<(), LoadError> {
     if let Some(dir) = config.verify.as_ref().and_then(|v| v.state_dir.as_ref()) {
-        crate::verify::store::create_state_dir(dir)?;
+        crate::verify::store::create_state_dir(dir).map_err(|err| match err {
+            StoreError::StateDir { path: dir, source } => in_file(
+                path,
+                "verify.state_dir",
+                format!("cannot create {}: {source}", dir.display()),
+            ),
+        })?;
     }
     Ok(())
 }
@@ -285,7 +289,7 @@ impl Live {
             shared,
             certs,
         } = load(config_path.as_deref(), &overrides, &observer)?;
-        prepare(&config)?;
+        prepare(&config, config_path.as_deref())?;
         observer
             .start_log(config.restart.log_file.as_deref())
             .map_err(|e| {
@@ -326,7 +330,7 @@ impl Live {
             shared,
             certs,
         } = load(self.config_path.as_deref(), &self.overrides, &self.observer)?;
-        prepare(&config)?;
+        prepare(&config, self.config_path.as_deref())?;
         let mut running = self
             .running
             .lock()
@@ -365,5 +369,37 @@ impl Live {
             restart_needed,
             certificates,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks say what opening or creating would meet, and create
+    /// nothing.
+    #[test]
+    fn paths_are_checked_without_creating_anything() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("file"), "").expect("write");
+
+        assert_eq!(check_dir_creatable(d), Ok(()));
+        assert_eq!(check_dir_creatable(&d.join("a/b/c")), Ok(()));
+        assert!(!d.join("a").exists(), "nothing created");
+        let err = check_dir_creatable(&d.join("file/sub")).expect_err("below a file");
+        assert!(err.ends_with("file is not a folder"), "{err}");
+        let err = check_dir_creatable(&d.join("file")).expect_err("a file");
+        assert!(err.ends_with("file: not a folder"), "{err}");
+
+        assert_eq!(check_file_writable(&d.join("file")), Ok(()));
+        assert_eq!(check_file_writable(&d.join("new.log")), Ok(()));
+        assert!(!d.join("new.log").exists(), "nothing created");
+        let err = check_file_writable(&d.join("gone/access.log")).expect_err("no folder");
+        assert!(err.contains("no such folder"), "{err}");
+        let err = check_file_writable(d).expect_err("a folder");
+        assert!(err.ends_with("is a folder, not a file"), "{err}");
+        let err = check_file_writable(&d.join("file/access.log")).expect_err("below a file");
+        assert!(err.contains("is not a folder"), "{err}");
     }
 }
