@@ -13,7 +13,9 @@
 //! queue. A write that fails (disk
 //! full, closed pipe) loses that batch, is reported a few times a minute,
 //! and the writer carries on. [`AccessLog::reopen`] (SIGUSR1) makes the
-//! writer open the file again by name, after logrotate moved it.
+//! writer open the file again by name, after logrotate moved it: a message
+//! in the same queue, so it takes effect at once (no batch wait) and every
+//! line queued after the signal goes to the new file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -26,7 +28,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::classify::{Reason, UaClass, Verdict};
+use crate::classify::{Reason, UaClass};
 use crate::config::LogFormat;
 use crate::logging::LogLimiter;
 use crate::metrics::Metrics;
@@ -51,10 +53,19 @@ struct Line {
     policy: Arc<Policy>,
 }
 
+/// What the writer is sent.
+enum Msg {
+    Line(Line),
+    /// Open the file again by name, before the lines queued after this.
+    Reopen,
+}
+
 /// The sending side, shared by every worker.
 #[derive(Debug)]
 pub struct AccessLog {
-    queue: SyncSender<Line>,
+    queue: SyncSender<Msg>,
+    /// A reopen that could not be queued (queue full): the writer, busy
+    /// with a batch then, reopens after it.
     reopen: Arc<AtomicBool>,
 }
 
@@ -92,16 +103,19 @@ impl AccessLog {
             format,
             policy,
         };
-        match self.queue.try_send(line) {
+        match self.queue.try_send(Msg::Line(line)) {
             Ok(()) => true,
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
         }
     }
 
-    /// Asks the writer to open the file again by name (after the lines
-    /// already queued).
+    /// Asks the writer to open the file again by name, after the lines
+    /// already queued and before any queued later. Never waits: with the
+    /// queue full the writer is in a batch, and reopens right after it.
     pub fn reopen(&self) {
-        self.reopen.store(true, Ordering::Release);
+        if let Err(TrySendError::Full(_)) = self.queue.try_send(Msg::Reopen) {
+            self.reopen.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -140,7 +154,7 @@ fn open_append(path: &Path) -> io::Result<File> {
 
 struct Writer {
     sink: Sink,
-    lines: Receiver<Line>,
+    lines: Receiver<Msg>,
     reopen: Arc<AtomicBool>,
     buf: Vec<u8>,
     metrics: Arc<Metrics>,
@@ -149,24 +163,25 @@ struct Writer {
 
 impl Writer {
     fn run(mut self) {
-        // Wakes at least once a second, to reopen even when no request comes.
-        let tick = std::time::Duration::from_secs(1);
         loop {
-            match self.lines.recv_timeout(tick) {
-                Ok(line) => {
+            match self.lines.recv() {
+                Ok(Msg::Line(line)) => {
                     // Let the rest of the batch arrive without waking us.
                     std::thread::sleep(BATCH);
                     self.format(&line);
-                    while let Ok(line) = self.lines.try_recv() {
-                        self.format(&line);
+                    while let Ok(msg) = self.lines.try_recv() {
+                        match msg {
+                            Msg::Line(line) => self.format(&line),
+                            Msg::Reopen => self.reopen_file(),
+                        }
                         if self.buf.len() >= 256 * 1024 {
                             self.flush();
                         }
                     }
                     self.flush();
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Ok(Msg::Reopen) => self.reopen_file(),
+                Err(mpsc::RecvError) => {
                     self.flush();
                     return;
                 }
@@ -200,7 +215,10 @@ impl Writer {
         self.buf.clear();
     }
 
+    /// Writes what is formatted to the file open now, then opens the file
+    /// again by name.
     fn reopen_file(&mut self) {
+        self.flush();
         let Sink::File { path, file } = &mut self.sink else {
             tracing::info!("access log reopen asked: it is standard error, nothing to reopen");
             return;
@@ -217,12 +235,13 @@ impl Writer {
     }
 }
 
-/// The robot's class for the log ([`Classifier::class_label`]); `-`
-/// before classification.
-fn class_name(policy: &Policy, verdict: Option<(UaClass, Reason)>) -> &str {
-    verdict.map_or("-", |(class, reason)| {
-        policy.classifier.class_label(&Verdict { class, reason })
-    })
+/// The request's class after verification for the log
+/// ([`Outcome::class`], [`Classifier::class_label`]); `-` before
+/// classification.
+fn class_name<'a>(policy: &'a Policy, outcome: &Outcome) -> &'a str {
+    outcome
+        .class()
+        .map_or("-", |class| policy.classifier.class_label(class))
 }
 
 /// `HTTP/1.1`, `HTTP/2.0`, as nginx writes `$server_protocol`.
@@ -350,11 +369,7 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     header(out, &req.referer);
     out.extend_from_slice(b"\" \"");
     header(out, &req.user_agent);
-    write!(
-        out,
-        "\" class={} rule=\"",
-        class_name(&line.policy, o.verdict)
-    )?;
+    write!(out, "\" class={} rule=\"", class_name(&line.policy, o))?;
     write_rule(out, &line.policy, o.verdict);
     write!(out, "\" decision={} upstream=", o.route.as_str())?;
     match o.upstream_time {
@@ -425,7 +440,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         bytes_out: o.bytes_out,
         referer: text(&req.referer),
         user_agent: text(&req.user_agent),
-        class: class_name(&line.policy, o.verdict),
+        class: class_name(&line.policy, o),
         rule: o
             .verdict
             .map(|(_, reason)| line.policy.classifier.explained(reason).to_string()),
@@ -444,6 +459,77 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25: a reopen takes effect at once and in order: the line
+    /// queued right after it goes to the new file, not to the moved one
+    /// (the writer used to look at the request only after its next batch
+    /// or once a second).
+    #[test]
+    fn a_line_queued_after_a_reopen_goes_to_the_new_file() {
+        use crate::classify::Classifier;
+        use crate::config::{RedirectConfig, Spoofed};
+        use crate::observe::{RequestLine, Route};
+        use crate::rules::RuleLists;
+
+        let policy = Arc::new(Policy {
+            classifier: Classifier::new(&RuleLists::embedded()).expect("rules"),
+            blocked_params: vec!["do".into()],
+            redirect: RedirectConfig {
+                https: None,
+                www: crate::canonical::WwwMode::Apex,
+                strip_www_path: true,
+                hosts: Vec::new(),
+            },
+            shed: None,
+            spoofed: Spoofed::Log,
+            ai: None,
+            sitemaps: false,
+        });
+        let line = |path: &str| Outcome {
+            request: Some(Box::new(RequestLine {
+                time: SystemTime::now(),
+                client: std::net::Ipv4Addr::LOCALHOST.into(),
+                method: http::Method::GET,
+                uri: path.parse().expect("uri"),
+                host: None,
+                user_agent: None,
+                referer: None,
+            })),
+            version: http::Version::HTTP_11,
+            tls: false,
+            verdict: None,
+            route: Route::Forward,
+            status: http::StatusCode::OK,
+            bytes_in: 0,
+            bytes_out: 0,
+            upstream_time: None,
+            total_time: std::time::Duration::ZERO,
+            error: None,
+            identity: None,
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("access.log");
+        let rotated = dir.path().join("access.log.1");
+        let log = AccessLog::start(Some(&path), Arc::new(Metrics::new())).expect("start");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        let wait = |p: &Path, n: usize| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while read(p).lines().count() < n {
+                assert!(std::time::Instant::now() < deadline, "{} lines in {p:?}", n);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        };
+        assert!(log.send(line("/one"), LogFormat::Combined, Arc::clone(&policy)));
+        wait(&path, 1);
+        std::fs::rename(&path, &rotated).expect("rotate");
+        log.reopen();
+        assert!(log.send(line("/two"), LogFormat::Combined, Arc::clone(&policy)));
+        wait(&path, 1);
+        assert!(read(&path).contains("GET /two "), "{}", read(&path));
+        let old = read(&rotated);
+        assert_eq!(old.lines().count(), 1, "{old}");
+        assert!(old.contains("GET /one "), "{old}");
+    }
 
     #[test]
     fn quoted_fields_cannot_break_out_of_their_quotes() {

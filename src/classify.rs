@@ -68,6 +68,41 @@ pub struct Verdict {
     pub reason: Reason,
 }
 
+impl Verdict {
+    /// The class this request counts as, once verification has spoken:
+    /// the one value every per-class table is read with (the class
+    /// header, shedding tiers, metrics, the access log). A crawler claim
+    /// that its operator's own method refuted (`spoofed`) is an
+    /// `Unknown` robot, not the class it claimed.
+    pub fn robot_class(&self, spoofed: bool) -> RobotClass {
+        if self.class != UaClass::Bot {
+            return RobotClass::Human;
+        }
+        match self.reason {
+            Reason::EmptyUserAgent => RobotClass::NoUserAgent,
+            Reason::NoBotToken(_) | Reason::DeviceModel(_) => RobotClass::Human,
+            _ if spoofed => RobotClass::Unknown,
+            Reason::Token(rule) => RobotClass::Listed(rule),
+            Reason::Structure(_) => RobotClass::Unknown,
+        }
+    }
+}
+
+/// A request's class (see [`Verdict::robot_class`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RobotClass {
+    /// Not a robot.
+    Human,
+    /// The class of this bot rule's list (index into
+    /// [`Classifier::rules`]).
+    Listed(usize),
+    /// A robot no list names: found by structure alone, or a spoofed
+    /// crawler claim ([`UNKNOWN_CLASS`]).
+    Unknown,
+    /// An empty or missing User-Agent ([`NO_USER_AGENT_CLASS`]).
+    NoUserAgent,
+}
+
 /// The compiled token lists. Build once per rules load; cheap to share
 /// behind an `Arc`.
 ///
@@ -236,18 +271,6 @@ impl Classifier {
     /// The rules, indexed as in [`Reason`].
     pub fn rules(&self) -> &[Rule] {
         &self.rules
-    }
-
-    /// The class of robot behind a verdict: the name of the list whose token
-    /// decided (`search`, `ai`, `library`, …), or `None` for humans and
-    /// `Some("empty")` for an empty User-Agent.
-    pub fn robot_class(&self, verdict: &Verdict) -> Option<&str> {
-        match verdict.reason {
-            Reason::EmptyUserAgent => Some("empty"),
-            Reason::Token(i) => Some(&self.rules[i].list),
-            Reason::Structure(_) => Some(UNKNOWN_CLASS),
-            Reason::NoBotToken(_) | Reason::DeviceModel(_) => None,
-        }
     }
 
     /// Classifies a User-Agent given as raw header bytes (need not be UTF-8).
@@ -516,13 +539,14 @@ impl Classifier {
         }
     }
 
-    /// The class of a verdict as a label (metrics, access log): the list
-    /// whose token decided, `no-user-agent`, or `human`.
-    pub fn class_label(&self, verdict: &Verdict) -> &str {
-        match self.robot_class(verdict) {
-            None => "human",
-            Some(_) if verdict.reason == Reason::EmptyUserAgent => "no-user-agent",
-            Some(list) => list,
+    /// A class's name (metrics, access log, the class header): the list
+    /// whose token decided, `unknown`, `no-user-agent`, or `human`.
+    pub fn class_label(&self, class: RobotClass) -> &str {
+        match class {
+            RobotClass::Human => "human",
+            RobotClass::Listed(rule) => self.rules.get(rule).map_or(UNKNOWN_CLASS, |r| &*r.list),
+            RobotClass::Unknown => UNKNOWN_CLASS,
+            RobotClass::NoUserAgent => NO_USER_AGENT_CLASS,
         }
     }
 }
@@ -612,6 +636,10 @@ const PLATFORMS: [&[u8]; 12] = [
 /// The class of a robot found by structure alone: it did not say what it
 /// is.
 pub const UNKNOWN_CLASS: &str = "unknown";
+
+/// The class of an empty or missing User-Agent (`[shed] order`, metrics,
+/// the class header).
+pub const NO_USER_AGENT_CLASS: &str = "no-user-agent";
 
 /// A leftmost-longest, ASCII case-insensitive contiguous NFA over
 /// `patterns`: the full scan's automaton, for the tokens and for the marks.

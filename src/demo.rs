@@ -5,6 +5,9 @@
 //! way PHP reads parameter names) records a vote, which is exactly what a
 //! robot must not be able to do. Each page shows what reached the site, so
 //! the `X-Crawler` header and the forwarding headers are visible.
+//!
+//! Crawler verification is off in the demo: it would fetch the operators'
+//! range lists from the internet, and the demo talks to loopback only.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -51,6 +54,10 @@ pub async fn run(
         listen: Some(listen.to_string()),
         upstream: Some(format!("http://{site_addr}")),
         sitemap_dir: Some(sitemap_dir.path().to_owned()),
+        // Verification would fetch the operators' range lists from the
+        // internet (and every loopback claim would be spoofed anyway): the
+        // demo contacts nothing but its own sample site.
+        verify: Some(false),
         ..Overrides::default()
     };
     let start = |listen: SocketAddr| -> Result<Server, DemoError> {
@@ -114,6 +121,10 @@ pub fn instructions(addr: SocketAddr, site: SocketAddr, program: &str) -> String
          curl -i -A '{firefox}' '{base}/page?id=1'\n\
          # classify User-Agents offline\n\
          echo 'Mozilla/5.0 (compatible; Googlebot/2.1)' | {program} classify --explain\n\
+         \n\
+         Crawler verification is off here: the demo contacts nothing but its sample site on\n\
+         loopback. In front of a real site it is on by default and fetches the crawler\n\
+         operators' published IP ranges (README, \"Verified crawlers and AI policy\").\n\
          \n\
          Access log below. Ctrl-C stops the demo."
     )

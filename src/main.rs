@@ -202,6 +202,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         admin_listen: args.admin_listen,
         workers: None,
         default_state_dir: systemd_state_dir(),
+        verify: None,
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),

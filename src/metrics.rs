@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::classify::{Classifier, Reason, UaClass};
+use crate::classify::{Classifier, RobotClass};
 use crate::observe::{Route, Side};
 use crate::rules::Kind;
 
@@ -454,7 +454,7 @@ impl RequestCounters {
     pub fn new(metrics: &Metrics, classifier: &Classifier) -> Self {
         let mut classes: Vec<Box<str>> = vec![
             "human".into(),
-            "no-user-agent".into(),
+            crate::classify::NO_USER_AGENT_CLASS.into(),
             "none".into(),
             crate::classify::UNKNOWN_CLASS.into(),
         ];
@@ -484,14 +484,15 @@ impl RequestCounters {
     }
 
     /// Counts one answered request.
-    pub fn count(&self, route: Route, verdict: Option<(UaClass, Reason)>, status: u16) {
-        let class = match verdict {
+    /// `class` is the request's class after verification (`None` when
+    /// it was refused before classification).
+    pub fn count(&self, route: Route, class: Option<RobotClass>, status: u16) {
+        let class = match class {
             None => NONE,
-            Some((UaClass::Human, _))
-            | Some((_, Reason::NoBotToken(_) | Reason::DeviceModel(_))) => HUMAN,
-            Some((_, Reason::EmptyUserAgent)) => NO_USER_AGENT,
-            Some((_, Reason::Token(i))) => self.rule_class.get(i).copied().unwrap_or(NONE),
-            Some((_, Reason::Structure(_))) => UNKNOWN,
+            Some(RobotClass::Human) => HUMAN,
+            Some(RobotClass::NoUserAgent) => NO_USER_AGENT,
+            Some(RobotClass::Listed(rule)) => self.rule_class.get(rule).copied().unwrap_or(NONE),
+            Some(RobotClass::Unknown) => UNKNOWN,
         };
         let code = usize::from((status / 100).clamp(1, 5) - 1);
         // `Route::ALL` lists the variants in declaration order.
@@ -530,15 +531,15 @@ mod tests {
         let counters = RequestCounters::new(&metrics, &classifier);
         let google = classifier.classify(Some(b"Mozilla/5.0 (compatible; Googlebot/2.1)"));
         for _ in 0..3 {
-            counters.count(Route::Block, Some((google.class, google.reason)), 403);
+            counters.count(Route::Block, Some(google.robot_class(false)), 403);
         }
         counters.count(Route::Reject, None, 400);
         let tool = classifier.classify(Some(b"SiteTool/2.1"));
-        counters.count(Route::Forward, Some((tool.class, tool.reason)), 200);
+        counters.count(Route::Forward, Some(tool.robot_class(false)), 200);
         let phone = classifier.classify(Some(
             b"Mozilla/5.0 (Linux; Android 6.0; B BOT 50 Build/MRA58K) AppleWebKit/537.36",
         ));
-        counters.count(Route::Forward, Some((phone.class, phone.reason)), 200);
+        counters.count(Route::Forward, Some(phone.robot_class(false)), 200);
         let text = metrics.encode();
         for line in [
             r#"crawlgate_requests_total{decision="forward",class="unknown",code="2xx"} 1"#,

@@ -23,7 +23,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
 use crate::access_log::AccessLog;
-use crate::classify::{Reason, UaClass};
+use crate::classify::{Reason, RobotClass, UaClass, Verdict};
 use crate::metrics::{InFlight, Metrics};
 use crate::proxy::BodyBytes;
 use crate::response::Body;
@@ -181,6 +181,18 @@ pub struct Outcome {
     pub identity: Option<Identity>,
 }
 
+impl Outcome {
+    /// The request's class after verification, as the decision, the class
+    /// header and shedding took it ([`Verdict::robot_class`]): a spoofed
+    /// claim counts as `unknown` in the log and the metrics too. `None`
+    /// when the request was refused before classification.
+    pub fn class(&self) -> Option<RobotClass> {
+        self.verdict.map(|(class, reason)| {
+            Verdict { class, reason }.robot_class(self.identity == Some(Identity::Spoofed))
+        })
+    }
+}
+
 /// The process-wide observer: created once, shared by every state a
 /// reload builds. It holds the metrics, the health the admin listener
 /// reports, the access log's queue, and what outlives a reload: the
@@ -240,7 +252,7 @@ impl Observer {
     pub fn record(&self, shared: &Shared, outcome: Outcome) {
         shared
             .counters
-            .count(outcome.route, outcome.verdict, outcome.status.as_u16());
+            .count(outcome.route, outcome.class(), outcome.status.as_u16());
         if outcome.request.is_none() {
             return;
         }

@@ -8,6 +8,8 @@
 //! 1. classify the User-Agent (and, for a robot that claims a crawler
 //!    operator, the [`Identity`] verification found, handed in); with
 //!    `[verify] spoofed = "block"` a spoofed claim is refused on every URL;
+//!    with `[ai] enforce`, a claim to an AI crawler of a refused kind is
+//!    refused on every URL but robots.txt, in every verification state;
 //! 2. a bot asking for an action URL is blocked (before anything else, so a
 //!    robot cannot reach an action through a redirect either);
 //! 3. a non-canonical address is redirected, both fixes in one hop;
@@ -158,10 +160,15 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
     }
     let read = facts.method == Method::GET || facts.method == Method::HEAD;
     let robots_txt = read && facts.path == "/robots.txt";
-    // An AI crawler the site refuses, taken at its word unless its own
-    // operator's method refuted it; robots.txt stays readable, since it
-    // is where the refusal is stated.
-    if let (Some(kind), Some(ai), false, false) = (facts.ai, &policy.ai, spoofed, robots_txt) {
+    // A request that names an AI crawler of a kind the site refuses is
+    // refused, whatever verification found: the refusal is of the purpose
+    // the User-Agent states, and holds for whoever states it (the real
+    // crawler, one whose list is not loaded, one no list can check, or a
+    // spoofer, who asked to be treated as that crawler). Verification
+    // decides the class, the shedding tier, the log and the metrics, not
+    // this. robots.txt stays readable, since it is where the refusal is
+    // stated.
+    if let (Some(kind), Some(ai), false) = (facts.ai, &policy.ai, robots_txt) {
         if ai.enforce && !ai.allows(kind) {
             return Decision::BlockAi(kind);
         }
@@ -205,7 +212,8 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
             return Decision::FromCache { stale: false };
         }
         let shed = policy.shed.as_ref();
-        if let Some(shed) = shed.and_then(|s| s.decide(&verdict, spoofed, facts.pressure)) {
+        let class = verdict.robot_class(spoofed);
+        if let Some(shed) = shed.and_then(|s| s.decide(class, facts.pressure)) {
             if cached == Cached::Stale {
                 return Decision::FromCache { stale: true };
             }
@@ -712,6 +720,158 @@ mod tests {
             ai: None,
         };
         assert_eq!(decide(&facts, &policy()).1, Decision::Forward);
+    }
+
+    /// `[ai] training = "disallow"`, `user_fetch = "allow"`, `enforce`:
+    /// each verification state, as the ranges and DNS steps find it from
+    /// the shipped `rules/crawlers.toml`, and what the decision makes of
+    /// it. A claim of the refused kind is 403 everywhere but robots.txt in
+    /// every state (spoofed included: the refusal is of the purpose it
+    /// states); with `spoofed = "block"` a spoofed one is refused as
+    /// spoofed first, robots.txt too; an allowed kind passes in every state
+    /// but that one.
+    #[test]
+    fn an_ai_refusal_holds_in_every_verification_state() {
+        use crate::verify::{by_dns, by_ranges, DnsAnswer, Lists, Method as By, Operators, Step};
+        let ops = Operators::embedded();
+        let bit = |name: &str| -> Lists { 1 << ops.list(name).expect(name) };
+        let all: Lists = Lists::MAX;
+        const GPTBOT: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+        const CHATGPT_USER: &[u8] = b"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot";
+        const CCBOT: &[u8] = b"CCBot/2.0 (https://commoncrawl.org/faq/)";
+        const ANTHROPIC_AI: &[u8] = b"anthropic-ai";
+        const BYTESPIDER: &[u8] = b"Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)";
+        let (gptbot, chatgpt_user) = (bit("openai.gptbot"), bit("openai.chatgpt-user"));
+        let verified = Some(Identity::Verified(By::Ip));
+        let spoofed = Some(Identity::Spoofed);
+        let unverified = Some(Identity::Unverified);
+        // (state, User-Agent, lists the address is in, lists loaded, the
+        // DNS answer when the ranges ask for one, identity found)
+        type State<'a> = (
+            &'a str,
+            &'a [u8],
+            Lists,
+            Lists,
+            Option<DnsAnswer>,
+            Option<Identity>,
+        );
+        let states: &[State<'_>] = &[
+            ("verified: in its list", GPTBOT, gptbot, all, None, verified),
+            (
+                "spoofed: outside its loaded list",
+                GPTBOT,
+                0,
+                all,
+                None,
+                spoofed,
+            ),
+            (
+                "unverified: its list not loaded",
+                GPTBOT,
+                0,
+                all & !gptbot,
+                None,
+                unverified,
+            ),
+            (
+                "unverified: DNS failed",
+                CCBOT,
+                0,
+                all,
+                Some(DnsAnswer::Failed),
+                unverified,
+            ),
+            (
+                "unverified: no list vouches for the token",
+                ANTHROPIC_AI,
+                0,
+                all,
+                None,
+                unverified,
+            ),
+            (
+                "unverified: the operator publishes no method",
+                BYTESPIDER,
+                0,
+                all,
+                None,
+                unverified,
+            ),
+            ("verification off", GPTBOT, 0, 0, None, None),
+            (
+                "allowed kind, verified",
+                CHATGPT_USER,
+                chatgpt_user,
+                all,
+                None,
+                verified,
+            ),
+            ("allowed kind, spoofed", CHATGPT_USER, 0, all, None, spoofed),
+            (
+                "allowed kind, list not loaded",
+                CHATGPT_USER,
+                0,
+                0,
+                None,
+                unverified,
+            ),
+        ];
+        let mut policy = policy();
+        policy.ai = Some(AiConfig {
+            training: Some(false),
+            search: None,
+            user_fetch: Some(true),
+            enforce: true,
+        });
+        let decide_for = |policy: &Policy, ua: &'static [u8], identity, target: &'static str| {
+            let claim = ops.claim(ua).expect("claims an operator");
+            let facts = Facts {
+                identity,
+                ai: claim.ai,
+                ..get(target, ua)
+            };
+            decide(&facts, policy).1
+        };
+        let training = Decision::BlockAi(AiKind::Training);
+        for (state, ua, found, loaded, dns, want) in states {
+            let claim = ops.claim(ua).expect("claims an operator");
+            let identity = if state.starts_with("verification off") {
+                None
+            } else {
+                match (by_ranges(&claim, *found, *loaded, dns.is_some()), dns) {
+                    (Step::Done(identity), _) => Some(identity),
+                    (Step::AskDns, Some(answer)) => {
+                        Some(by_dns(answer, &ops.operators[claim.operator].dns))
+                    }
+                    (Step::AskDns, None) => panic!("{state}: asks DNS"),
+                }
+            };
+            assert_eq!(identity, *want, "{state}: identity");
+            let refused = claim.ai == Some(AiKind::Training);
+            let page = if refused {
+                &training
+            } else {
+                &Decision::Forward
+            };
+            for (spoofed_policy, target) in [
+                (Spoofed::Log, "/page"),
+                (Spoofed::Log, "/robots.txt"),
+                (Spoofed::Block, "/page"),
+                (Spoofed::Block, "/robots.txt"),
+            ] {
+                policy.spoofed = spoofed_policy;
+                let expected = match (spoofed_policy, identity, target) {
+                    (Spoofed::Block, Some(Identity::Spoofed), _) => &Decision::BlockSpoofed,
+                    (_, _, "/robots.txt") => &Decision::ServeRobots,
+                    _ => page,
+                };
+                assert_eq!(
+                    &decide_for(&policy, ua, identity, target),
+                    expected,
+                    "{state}, spoofed = {spoofed_policy:?}, {target}"
+                );
+            }
+        }
     }
 
     /// A spoofed claim: with `spoofed = "block"`, 403 on every URL, before

@@ -182,6 +182,9 @@ impl Server {
         // The crawler range lists are kept fresh on this thread, apart
         // from the workers; the task ends with `run`.
         let _ranges = AbortOnDrop(tokio::spawn(Arc::clone(&observer.ranges).run()));
+        // Shedding's clock, on this thread too: the level follows the load
+        // when no request comes along (an idle site ends its shedding).
+        let _shed_clock = AbortOnDrop(tokio::spawn(shed_clock(Arc::clone(&live))));
         let (stop_tx, stop_rx) = watch::channel(false);
         let cells = live.shared.clone();
         let served = tokio::task::spawn_blocking(move || {
@@ -323,6 +326,19 @@ fn notify_reloading() {
     match NotifyState::monotonic_usec_now() {
         Ok(now) => notify(&[NotifyState::Reloading, now]),
         Err(_) => notify(&[NotifyState::Reloading]),
+    }
+}
+
+/// Steps the shedding level every [`crate::shed::CHECK_EVERY`] with the
+/// state in effect (a reload may turn shedding on or off).
+async fn shed_clock(live: Arc<Live>) {
+    let mut tick = tokio::time::interval(crate::shed::CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Some(cell) = live.shared.first() {
+            crate::service::tick_shedding(&cell.load());
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Cached, Probe};
-use crate::classify::{Classifier, Reason, UaClass, Verdict, UNKNOWN_CLASS};
+use crate::classify::{Classifier, RobotClass, UaClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::config::LogFormat;
 use crate::config::{Config, Limits, Spoofed, VerifyConfig};
 use crate::framing;
@@ -146,22 +146,18 @@ impl ClassValues {
         Self {
             per_rule,
             unknown: HeaderValue::from_static(UNKNOWN_CLASS),
-            empty: HeaderValue::from_static("no-user-agent"),
+            empty: HeaderValue::from_static(NO_USER_AGENT_CLASS),
         }
     }
 
-    /// A robot's class (a spoofed claim is `unknown`); `None` for humans.
-    pub fn of(&self, verdict: &Verdict, identity: Option<Identity>) -> Option<HeaderValue> {
-        if verdict.class != UaClass::Bot {
-            return None;
-        }
-        if identity == Some(Identity::Spoofed) {
-            return Some(self.unknown.clone());
-        }
-        Some(match verdict.reason {
-            Reason::Token(i) => self.per_rule.get(i).unwrap_or(&self.unknown).clone(),
-            Reason::EmptyUserAgent => self.empty.clone(),
-            _ => self.unknown.clone(),
+    /// A robot's class header ([`Verdict::robot_class`]: a spoofed claim
+    /// is `unknown`); `None` for humans.
+    pub fn of(&self, class: RobotClass) -> Option<HeaderValue> {
+        Some(match class {
+            RobotClass::Human => return None,
+            RobotClass::Listed(rule) => self.per_rule.get(rule).unwrap_or(&self.unknown).clone(),
+            RobotClass::NoUserAgent => self.empty.clone(),
+            RobotClass::Unknown => self.unknown.clone(),
         })
     }
 }
@@ -629,7 +625,8 @@ async fn respond(
                 }
                 _ => None,
             };
-            let class = shared.class_values.of(&verdict, identity);
+            let spoofed = identity == Some(Identity::Spoofed);
+            let class = shared.class_values.of(verdict.robot_class(spoofed));
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(
@@ -786,7 +783,9 @@ async fn verify_request(
                         "spoofed crawler: a Web Bot Auth signature that does not verify",
                     );
                 }
-                return (Some(Identity::Spoofed), None);
+                // The AI kind its User-Agent claims still counts: a
+                // refused kind is refused whoever claims it.
+                return (Some(Identity::Spoofed), claim.and_then(|c| c.ai));
             }
             Signed::Unknown => {}
         }
@@ -853,6 +852,21 @@ fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, m
             by = method,
             suppressed,
             "spoofed crawler: the User-Agent claims an operator whose own method says otherwise",
+        );
+    }
+}
+
+/// Steps the shedding level from the process's clock, with no request
+/// (see [`crate::shed::Load::tick`]): calm is seen when it begins and the
+/// level, its gauge and its log line drop on time on an idle site.
+pub fn tick_shedding(shared: &Shared) {
+    if let Some(shed) = &shared.policy.shed {
+        let metrics = &shared.observer.metrics;
+        shared.observer.load.tick(
+            shed,
+            metrics.upstream_in_flight_now(),
+            Instant::now(),
+            |change, reading, level| log_shed_change(shed, change, reading, level, metrics),
         );
     }
 }

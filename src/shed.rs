@@ -8,15 +8,21 @@
 //!   `[shed] order` are shed (0 = none). Pressure raises the level by one
 //!   at once and by one more every `escalate_after` while it lasts; calm
 //!   (below three quarters of every threshold) lowers it by one every
-//!   `calm_after`; in between it holds, so the level does not flap.
+//!   `calm_after`; in between it holds, so the level does not flap. Both
+//!   periods count only time the shedder saw: a quiet gap between two
+//!   loads is calm, not pressure, so load that returns after it does not
+//!   escalate at once.
 //! * [`ShedPolicy`], the per-rules part of the decision: each class's tier,
 //!   the status and `Retry-After` to answer with. [`ShedPolicy::decide`]
 //!   turns a verdict and a [`Pressure`] into a shed decision or none; it is
 //!   what `policy::decide` asks.
 //! * [`Load`], the process-wide tracker: it records each upstream response
 //!   time in a ten-second window and, at most every [`CHECK_EVERY`], steps
-//!   the `Shedder` from the request that happens to come along (no
-//!   background task). Between checks a request reads two atomics.
+//!   the `Shedder`: from the request that happens to come along, and from
+//!   a clock ([`Load::tick`], every `CHECK_EVERY`) so that calm is seen
+//!   when it begins, on an idle site too, and the level, its gauge and its
+//!   log line drop on time without waiting for a request. Between checks
+//!   a request reads two atomics.
 //!
 //! Search engines are not shed for long: after `max_search_shed` of
 //! continuous shedding of the `search` class, a `capped_share` of their
@@ -30,7 +36,7 @@ use std::time::Duration;
 use http::StatusCode;
 use tokio::time::Instant;
 
-use crate::classify::{Classifier, Reason, UaClass, Verdict, UNKNOWN_CLASS};
+use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::rules::Kind;
 
 /// How often, at most, the level is re-evaluated.
@@ -49,10 +55,6 @@ const BUCKETS_MS: [u64; 20] = [
     1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000,
     20_000, 30_000, 60_000,
 ];
-
-/// The class name of an empty or missing User-Agent in `[shed] order`
-/// (as in the metrics).
-pub const NO_USER_AGENT_CLASS: &str = "no-user-agent";
 
 /// `[shed]`, validated (see `deploy/crawlgate.toml` for each key).
 #[derive(Clone, Debug, PartialEq)]
@@ -160,6 +162,10 @@ pub struct Shedder {
     changed: Instant,
     /// Since when the load has been calm, if it is.
     calm_since: Option<Instant>,
+    /// Since when the load has been over or near a threshold without a
+    /// calm reading in between, if it is: escalation counts only this
+    /// time, never a calm gap since the last change.
+    strained_since: Option<Instant>,
     /// Since when the `search` class has been shed, if it is.
     search_since: Option<Instant>,
     /// Past `max_search_shed`.
@@ -173,6 +179,7 @@ impl Shedder {
             level: 0,
             changed: now,
             calm_since: None,
+            strained_since: None,
             search_since: None,
             capped: false,
         }
@@ -228,23 +235,31 @@ impl Shedder {
         now: Instant,
     ) -> Option<Change> {
         let since_change = now.saturating_duration_since(self.changed);
-        match strain(config, reading) {
+        let strain = strain(config, reading);
+        if strain == Strain::Calm {
+            self.strained_since = None;
+        } else {
+            self.calm_since = None;
+            self.strained_since.get_or_insert(now);
+        }
+        match strain {
             Strain::Over => {
-                self.calm_since = None;
                 if self.level == 0 && tiers > 0 {
                     self.set(1, now);
                     return Some(Change::Started);
                 }
-                if self.level < tiers && since_change >= config.escalate_after {
+                // Time under pressure at this level: since the change, or
+                // since the strain began again after a calm gap.
+                let strained = self
+                    .strained_since
+                    .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+                if self.level < tiers && since_change.min(strained) >= config.escalate_after {
                     self.set(self.level + 1, now);
                     return Some(Change::Raised(self.level));
                 }
                 None
             }
-            Strain::Between => {
-                self.calm_since = None;
-                None
-            }
+            Strain::Between => None,
             Strain::Calm => {
                 if self.level == 0 {
                     return None;
@@ -370,18 +385,17 @@ impl ShedPolicy {
         self.config.order.len() as u8
     }
 
-    /// Whether a request of `verdict` is shed under `pressure`. Humans
-    /// never are; a `spoofed` crawler claim is shed as an unknown robot.
-    pub fn decide(&self, verdict: &Verdict, spoofed: bool, pressure: Pressure) -> Option<Shed> {
-        if pressure.level == 0 || verdict.class != UaClass::Bot {
+    /// Whether a request of `class` is shed under `pressure`. Humans
+    /// never are (a spoofed crawler claim is an unknown robot by then).
+    pub fn decide(&self, class: RobotClass, pressure: Pressure) -> Option<Shed> {
+        if pressure.level == 0 {
             return None;
         }
-        let tier = match verdict.reason {
-            _ if spoofed => self.unknown,
-            Reason::Token(i) => self.rule_tier.get(i).copied().unwrap_or(NEVER),
-            Reason::Structure(_) => self.unknown,
-            Reason::EmptyUserAgent => self.empty,
-            Reason::NoBotToken(_) | Reason::DeviceModel(_) => NEVER,
+        let tier = match class {
+            RobotClass::Human => return None,
+            RobotClass::Listed(rule) => self.rule_tier.get(rule).copied().unwrap_or(NEVER),
+            RobotClass::Unknown => self.unknown,
+            RobotClass::NoUserAgent => self.empty,
         };
         if tier.index >= pressure.level {
             return None;
@@ -516,6 +530,39 @@ impl Load {
         self.level.load(Ordering::Relaxed)
     }
 
+    /// Steps the level when a check is due, without a request: the
+    /// process calls it every [`CHECK_EVERY`] so that calm is seen when
+    /// it begins and the level drops on time on an idle site. Reports a
+    /// change as [`Load::pressure`] does.
+    pub fn tick(
+        &self,
+        policy: &ShedPolicy,
+        in_flight: u64,
+        now: Instant,
+        changed: impl FnOnce(Change, Reading, u8),
+    ) {
+        if self.due(now) {
+            self.check(policy, in_flight, now, changed);
+        }
+    }
+
+    /// Whether a check is due at `now`; the caller that gets `true` makes
+    /// it (one per [`CHECK_EVERY`], however many ask at once).
+    fn due(&self, now: Instant) -> bool {
+        let ms = now.saturating_duration_since(self.origin).as_millis() as u64;
+        let due = self.next_check.load(Ordering::Relaxed);
+        ms >= due
+            && self
+                .next_check
+                .compare_exchange(
+                    due,
+                    ms + CHECK_EVERY.as_millis() as u64,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+    }
+
     /// The pressure for a request at `now`, with `in_flight` requests
     /// upstream; re-evaluates the level when a check is due, and reports
     /// a change, with the reading and the level after it, through
@@ -527,19 +574,7 @@ impl Load {
         now: Instant,
         changed: impl FnOnce(Change, Reading, u8),
     ) -> Pressure {
-        let ms = now.saturating_duration_since(self.origin).as_millis() as u64;
-        let due = self.next_check.load(Ordering::Relaxed);
-        if ms >= due
-            && self
-                .next_check
-                .compare_exchange(
-                    due,
-                    ms + CHECK_EVERY.as_millis() as u64,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-        {
+        if self.due(now) {
             self.check(policy, in_flight, now, changed);
         }
         let level = self.level.load(Ordering::Relaxed);

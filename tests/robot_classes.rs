@@ -2,7 +2,7 @@
 //! shedding features key on these classes, so a rules change that moves one
 //! (Googlebot to `generic`, GPTBot to `seo`) must fail here.
 
-use crawlgate::classify::{Classifier, UaClass};
+use crawlgate::classify::Classifier;
 use crawlgate::rules::RuleLists;
 
 #[test]
@@ -18,13 +18,7 @@ fn well_known_robots_get_their_class() {
         let (want, ua) = line.split_once('\t').expect("class<TAB>user-agent");
         rows += 1;
         let verdict = classifier.classify(Some(ua.as_bytes()));
-        let got = match verdict.class {
-            UaClass::Human => "human".to_owned(),
-            UaClass::Bot => classifier
-                .robot_class(&verdict)
-                .unwrap_or("(no class)")
-                .to_owned(),
-        };
+        let got = classifier.class_label(verdict.robot_class(false));
         if got != want {
             wrong.push(format!(
                 "{ua}\n    want {want}, got {got} ({})",

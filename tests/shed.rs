@@ -166,6 +166,50 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
     proxy.stop().await;
 }
 
+/// Issue 25: shedding ends on an idle site. Once the slow requests are
+/// done, nothing but the admin listener is asked, and the level still
+/// falls to 0 once `calm_after` has passed since calm began; the first
+/// robot after that is forwarded (it used to start the calm period and
+/// get 503 itself).
+#[tokio::test]
+async fn shedding_ends_on_an_idle_site_without_requests() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_with(
+        "[shed]\nmax_upstream_inflight = 2\ncalm_after = \"1s\"\n",
+        overrides(&upstream),
+    )
+    .await;
+    let admin = proxy.admin_addr.expect("admin listener");
+    let addr = proxy.addr;
+    let held = hold_humans(addr, &upstream, 2).await;
+    assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
+    release(&upstream, held).await;
+    let calm = Instant::now();
+    // No request reaches the proxy from here on: only the metrics.
+    let level = |scrape: &prometheus_parse::Scrape| metric(scrape, "crawlgate_shed_level", &[]);
+    let deadline = calm + Duration::from_secs(10);
+    loop {
+        let metrics = scrape(admin).await;
+        if level(&metrics) == 0.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the level stays {} with nothing in flight",
+            level(&metrics)
+        );
+        sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        calm.elapsed() >= Duration::from_millis(900),
+        "the level waited calm_after: {:?}",
+        calm.elapsed()
+    );
+    assert_eq!(status(addr, "/b", CURL).await, 200);
+    assert_eq!(seen(&upstream, "/b", CURL), 1);
+    proxy.stop().await;
+}
+
 /// The recent response time alone is pressure too: twenty slow answers
 /// put the 90th percentile past `max_upstream_latency`.
 #[tokio::test]

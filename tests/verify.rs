@@ -249,6 +249,11 @@ fn overrides(upstream: &Upstream) -> Overrides {
 /// has no file for answers 404 and stays unloaded), except those in
 /// `files` (list name → local path).
 fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
+    ranges_toml_at(&|path| server.url(path), files)
+}
+
+/// [`ranges_toml`] with every list not in `files` at `url("/<list>.json")`.
+fn ranges_toml_at(url: &dyn Fn(&str) -> String, files: &[(&str, &Path)]) -> String {
     let operators = Operators::embedded();
     let mut out = String::new();
     for (i, op) in operators.operators.iter().enumerate() {
@@ -261,7 +266,7 @@ fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
             let short = &list.name[op.name.len() + 1..];
             let source = match files.iter().find(|(name, _)| **name == *list.name) {
                 Some((_, path)) => path.display().to_string(),
-                None => server.url(&format!("/{}.json", list.name)),
+                None => url(&format!("/{}.json", list.name)),
             };
             out.push_str(&format!("{short} = {source:?}\n"));
         }
@@ -716,10 +721,11 @@ async fn browsers_never_wait_for_verification() {
 }
 
 /// The AI policy, stated once: robots.txt says it (Content-Signal, one
-/// group per refused kind), and with `enforce` a training crawler gets 403
-/// everywhere but robots.txt, verified or merely claimed, while a spoofed
-/// one is the unknown robot it is; user-triggered fetchers, allowed, and
-/// search engines pass.
+/// group per refused kind), and with `enforce` a claim to a training
+/// crawler gets 403 everywhere but robots.txt in every verification state
+/// (verified, its list not loaded, spoofed: the refusal is of the purpose
+/// the User-Agent states), while a spoofed one is still counted as spoofed;
+/// user-triggered fetchers, allowed, and search engines pass.
 #[tokio::test]
 async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     let upstream = Upstream::start().await;
@@ -753,10 +759,12 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     // (client, User-Agent, status, verified header upstream when forwarded)
     let cases: &[(&str, &str, u16, Option<&str>)] = &[
         ("20.171.207.3", GPTBOT, 403, None),
-        // Anthropic publishes no method: taken at its word.
+        // Anthropic's list answers 404 here: unverified, refused all the
+        // same (issue 25: the state that surprised an operator).
         ("198.51.100.4", CLAUDEBOT, 403, None),
-        // Outside OpenAI's list: not GPTBot, an unknown robot.
-        ("198.51.100.4", GPTBOT, 200, Some("spoofed")),
+        // Outside OpenAI's list: not GPTBot, but it asked to be treated
+        // as GPTBot.
+        ("198.51.100.4", GPTBOT, 403, None),
         ("198.51.100.4", CHATGPT_USER, 200, Some("unverified")),
         ("198.51.100.4", GOOGLEBOT, 200, Some("unverified")),
         ("198.51.100.4", FIREFOX, 200, None),
@@ -772,6 +780,10 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
             assert_eq!(told(&seen).1.as_deref(), verified, "{client} {ua}");
         }
     }
+    // The refused spoofer is counted as what verification found.
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    assert!(verifications(&m, "openai", "spoofed") >= 1.0);
+    assert!(verifications(&m, "anthropic", "unverified") >= 1.0);
     proxy.stop().await;
 }
 
@@ -1055,4 +1067,276 @@ fn a_missing_range_file_is_a_start_up_error() {
             && err.contains("missing.json: no such file"),
         "{err}"
     );
+}
+
+/// The saved copies under `tests/data/ranges/`, written in each operator's
+/// published shape.
+fn saved_copy(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/ranges")
+        .join(name)
+}
+
+/// The lists added in issue 25, from saved copies: Anthropic's one list
+/// for ClaudeBot, Claude-User and Claude-SearchBot (not for its older
+/// tokens), Mistral's for MistralAI-User, Google's user-triggered agents
+/// (Google-Agent, and the user-triggered fetchers), and Google's older
+/// `googlebot.json` address set as `google.common-crawlers`, answered with
+/// a 301 to the current one as Google does.
+#[tokio::test]
+async fn the_newer_lists_verify_from_saved_copies() {
+    const CLAUDE_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)";
+    const CLAUDE_SEARCHBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-SearchBot/1.0; +Claude-SearchBot@anthropic.com)";
+    const CLAUDEBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+    const MISTRAL_USER: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; MistralAI-User/1.0; +https://docs.mistral.ai/robots)";
+    const GOOGLE_AGENT: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko; compatible; Google-Agent; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-agent) Chrome/139.0.0.0 Safari/537.36";
+    const FEEDFETCHER: &str = "FeedFetcher-Google; (+http://www.google.com/feedfetcher.html)";
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await;
+    let old = "/static/search/apis/ipranges/googlebot.json";
+    let current = "/static/crawling/ipranges/common-crawlers.json";
+    lists.set_status(old, 301, lists.url(current).as_bytes());
+    lists.set(
+        current,
+        &std::fs::read(saved_copy("googlebot.json")).expect("saved copy"),
+    );
+    let (anthropic, mistral, agents) = (
+        saved_copy("anthropic-bots.json"),
+        saved_copy("mistralai-user-ips.json"),
+        saved_copy("user-triggered-agents.json"),
+    );
+    let ranges = ranges_toml(
+        &lists,
+        &[
+            ("anthropic.bots", &anthropic),
+            ("mistral.mistralai-user", &mistral),
+            ("google.user-triggered-agents", &agents),
+        ],
+    )
+    .replace(&lists.url("/google.common-crawlers.json"), &lists.url(old));
+    assert!(ranges.contains(old), "{ranges}");
+    let toml =
+        format!("[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\n{ranges}");
+    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+
+    // The older Google address: fetched in the background, through the 301.
+    let mut n = 0;
+    until(
+        Duration::from_secs(10),
+        "google.common-crawlers loads from the older address",
+        async || {
+            n += 1;
+            let path = format!("/wait{n}");
+            verdict(&proxy, &upstream, "203.0.113.201", GOOGLEBOT, &path)
+                .await
+                .as_deref()
+                == Some("ip")
+        },
+    )
+    .await;
+
+    // (client, User-Agent, verdict told to the site)
+    let cases: &[(&str, &str, &str)] = &[
+        ("203.0.113.5", CLAUDEBOT, "ip"),
+        ("2001:db8:a11::7", CLAUDE_USER, "ip"),
+        ("203.0.113.77", CLAUDE_SEARCHBOT, "ip"),
+        // Outside Anthropic's loaded list, no DNS method: not Anthropic's.
+        ("198.51.100.4", CLAUDEBOT, "spoofed"),
+        // Its older token is on no list: nothing can settle it.
+        ("203.0.113.5", "anthropic-ai", "unverified"),
+        ("203.0.113.130", MISTRAL_USER, "ip"),
+        ("2001:db8:5a1::1", MISTRAL_USER, "ip"),
+        ("203.0.113.5", MISTRAL_USER, "spoofed"),
+        ("203.0.113.170", GOOGLE_AGENT, "ip"),
+        // Google-Agent comes from user-triggered-agents.json alone.
+        ("203.0.113.201", GOOGLE_AGENT, "spoofed"),
+        // A user-triggered fetcher may use any of Google's three files:
+        // in the agents' file, it is Google's …
+        ("203.0.113.170", FEEDFETCHER, "ip"),
+        // … outside it, with the other two not loaded, nothing is certain.
+        ("198.51.100.4", FEEDFETCHER, "unverified"),
+        ("2001:db8:6b0::9", GOOGLEBOT, "ip"),
+        ("203.0.113.170", GOOGLEBOT, "spoofed"),
+    ];
+    for (i, &(client, ua, want)) in cases.iter().enumerate() {
+        let got = verdict(&proxy, &upstream, client, ua, &format!("/new{i}")).await;
+        assert_eq!(got.as_deref(), Some(want), "{client} {ua}");
+    }
+    let m = scrape(proxy.admin_addr.expect("admin")).await;
+    assert!(verifications(&m, "anthropic", "ip") >= 3.0);
+    assert!(verifications(&m, "mistral", "ip") >= 2.0);
+    proxy.stop().await;
+}
+
+/// The real binary's standard error, line by line, as it comes.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Offline, with verification on: every list's source is a loopback port
+/// nothing listens on, so every fetch fails at once, round after round.
+/// The first round logs one short warning (how many lists, that they are
+/// tried again, where the reasons are), not every source and its reason;
+/// the rounds after it, still failing, log no warning; each list's reason
+/// is at debug level.
+#[test]
+fn offline_start_up_warns_in_one_short_line() {
+    use support::process::{free_addr, start_env};
+    let dead = free_addr();
+    let addr = free_addr();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    let ranges = ranges_toml_at(&|path| format!("http://{dead}{path}"), &[]);
+    std::fs::write(
+        &config,
+        format!("[verify]\ndns = false\nrefresh = \"1s\"\n{ranges}"),
+    )
+    .expect("write config");
+    let mut running = start_env(
+        &[
+            "--config",
+            config.to_str().expect("utf-8 path"),
+            "--listen",
+            &addr.to_string(),
+            "--upstream",
+            &format!("http://{dead}"),
+        ],
+        &[("RUST_LOG", "info,crawlgate::verify=debug")],
+        addr,
+        std::process::Stdio::piped(),
+    );
+    let lines = stderr_lines(&mut running.0);
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    // Until the warning, then three more rounds (refresh and retry: 1 s).
+    let mut warned_at = None;
+    loop {
+        let now = std::time::Instant::now();
+        let stop = warned_at.map_or(deadline, |at: std::time::Instant| {
+            at + Duration::from_millis(3500)
+        });
+        if now >= stop {
+            break;
+        }
+        match lines.recv_timeout(stop - now) {
+            Ok(line) => {
+                if warned_at.is_none() && line.contains(" WARN ") {
+                    warned_at = Some(std::time::Instant::now());
+                }
+                seen.push(line);
+            }
+            Err(_) => break,
+        }
+    }
+    drop(running);
+    let text = seen.join("\n");
+    let warnings: Vec<&String> = seen.iter().filter(|l| l.contains(" WARN ")).collect();
+    assert_eq!(warnings.len(), 1, "one warning in all:\n{text}");
+    let warning = warnings[0];
+    let count = Operators::embedded().lists.len();
+    assert!(
+        warning.contains(&format!("verify: {count} range lists not updated"))
+            && warning.contains("tried again every 1s")
+            && warning.contains("RUST_LOG=crawlgate::verify=debug")
+            && warning.contains("crawlgate_verify_list_fetches_total"),
+        "{warning}"
+    );
+    assert!(
+        !warning.contains(&dead.to_string()),
+        "no source in the warning: {warning}"
+    );
+    assert!(warning.len() < 320, "{} bytes: {warning}", warning.len());
+    // Each list's reason, at debug level; and the rounds went on.
+    let reasons = seen
+        .iter()
+        .filter(|l| l.contains(" DEBUG ") && l.contains("range list not updated"))
+        .count();
+    assert_eq!(reasons, count, "{text}");
+    let rounds = seen
+        .iter()
+        .filter(|l| l.contains("fetching the range lists that are due"))
+        .count();
+    assert!(rounds >= 3, "{rounds} rounds:\n{text}");
+}
+
+/// `crawlgate demo` runs on loopback only: verification is off (it says
+/// so), no range list is fetched, and nothing is logged as a warning.
+#[test]
+fn the_demo_fetches_no_range_list_and_warns_of_nothing() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(support::process::BIN)
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn demo");
+    let stdout = child.stdout.take().expect("stdout");
+    let errors = stderr_lines(&mut child);
+    let demo = support::process::Running(child);
+    let (tx, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut out = Vec::new();
+    let addr: SocketAddr = loop {
+        let line = printed
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the demo prints its address");
+        out.push(line.clone());
+        if let Some(rest) = line.split("proxy listening on http://").nth(1) {
+            break rest
+                .split(' ')
+                .next()
+                .and_then(|a| a.parse().ok())
+                .expect("socket address");
+        }
+    };
+    while let Ok(line) = printed.recv_timeout(Duration::from_millis(300)) {
+        out.push(line);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let res = support::get(addr, "127.0.0.1", "/page?id=1", Some(GOOGLEBOT)).await;
+        assert_eq!(res.status, 200);
+    });
+    // Long enough for a first refresh round to have run and failed.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(demo);
+    let mut logged = Vec::new();
+    while let Ok(line) = errors.recv_timeout(Duration::from_secs(2)) {
+        logged.push(line);
+    }
+    let out = out.join("\n");
+    let logged = logged.join("\n");
+    assert!(
+        out.contains("Crawler verification is off here"),
+        "the demo says what it does:\n{out}"
+    );
+    assert!(logged.contains("crawler verification off"), "{logged}");
+    for bad in [" WARN ", " ERROR ", "verify:", "range list"] {
+        assert!(
+            !logged.contains(bad),
+            "{bad:?} in the demo's log:\n{logged}"
+        );
+    }
 }

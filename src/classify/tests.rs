@@ -187,13 +187,20 @@ fn long_user_agents_are_classified_whole() {
 }
 
 #[test]
-fn robot_classes_are_list_names() {
+fn robot_classes_are_list_names_and_a_spoofed_claim_is_unknown() {
     let c = classifier();
-    let v = c.classify(Some(b"GPTBot/1.2"));
-    assert_eq!(c.robot_class(&v), Some("ai"));
-    let v = c.classify(Some(HUMANS[0].as_bytes()));
-    assert_eq!(c.robot_class(&v), None);
-    assert_eq!(c.robot_class(&c.classify(None)), Some("empty"));
+    let label = |ua: Option<&[u8]>, spoofed: bool| {
+        c.class_label(c.classify(ua).robot_class(spoofed))
+            .to_owned()
+    };
+    let gptbot = Some(&b"GPTBot/1.2"[..]);
+    assert_eq!(label(gptbot, false), "ai");
+    assert_eq!(label(gptbot, true), "unknown");
+    assert_eq!(label(Some(HUMANS[0].as_bytes()), false), "human");
+    assert_eq!(label(Some(HUMANS[0].as_bytes()), true), "human");
+    // The same name as `[shed] order` and the metrics use.
+    assert_eq!(label(None, false), "no-user-agent");
+    assert_eq!(label(None, true), "no-user-agent");
 }
 
 #[test]

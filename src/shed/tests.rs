@@ -105,18 +105,79 @@ fn calm_lowers_one_tier_per_calm_period_and_pressure_resets_it() {
         (50, calm),  // 29 s of calm: not yet
         (51, calm),  // 30 s: level 2
         (58, over),  // pressure again, but under escalate_after at level 2
-        (62, over),  // 11 s at level 2: level 3
-        (63, calm),  // the calm period starts again
-        (92, calm),  // 29 s
-        (93, calm),  // level 2
-        (123, calm), // level 1
-        (153, calm), // ended
+        (62, over),  // 11 s at level 2, but only 4 s of them under pressure
+        (68, over),  // 10 s under pressure: level 3
+        (69, calm),  // the calm period starts again
+        (98, calm),  // 29 s
+        (99, calm),  // level 2
+        (129, calm), // level 1
+        (159, calm), // ended
         (200, calm),
     ]);
     let levels: Vec<u8> = got.iter().map(|(l, _)| *l).collect();
-    assert_eq!(levels, [1, 2, 3, 3, 3, 2, 2, 3, 3, 3, 2, 1, 0, 0]);
-    assert_eq!(got[11].1, Some(Change::Lowered(1)));
-    assert_eq!(got[12].1, Some(Change::Ended));
+    assert_eq!(levels, [1, 2, 3, 3, 3, 2, 2, 2, 3, 3, 3, 2, 1, 0, 0]);
+    assert_eq!(got[8].1, Some(Change::Raised(3)));
+    assert_eq!(got[12].1, Some(Change::Lowered(1)));
+    assert_eq!(got[13].1, Some(Change::Ended));
+}
+
+/// Issue 25: load that returns after a quiet (calm) gap is new pressure;
+/// the time since the last change is not, so the next tier waits
+/// `escalate_after` of it.
+#[test]
+fn a_calm_gap_is_not_counted_as_pressure() {
+    let over = reading(100, None);
+    let calm = reading(0, None);
+    let got = drive(&[
+        (0, over),  // level 1
+        (3, calm),  // the load ends; calm_after (30 s) is not reached
+        (16, calm), // still calm
+        (16, over), // load returns 13 s later: 16 s since the change
+        (25, over), // 9 s under pressure
+        (26, over), // 10 s: level 2
+    ]);
+    let levels: Vec<u8> = got.iter().map(|(l, _)| *l).collect();
+    assert_eq!(levels, [1, 1, 1, 1, 1, 2]);
+    assert_eq!(got[5].1, Some(Change::Raised(2)));
+}
+
+/// Issue 25: the clock steps the level with no request at all; each
+/// tier drops `calm_after` after calm began (within one check), not
+/// after the first request that comes along.
+#[tokio::test(start_paused = true)]
+async fn the_clock_ends_shedding_on_an_idle_site() {
+    let classifier = Classifier::new(&RuleLists::embedded()).expect("rules");
+    let policy = ShedPolicy::new(config(), &classifier).expect("classes");
+    let load = Load::new();
+    let mut changes = Vec::new();
+    let t0 = Instant::now();
+    load.tick(&policy, 100, t0, |c, _, l| changes.push((c, l)));
+    assert_eq!(load.level(), 1);
+    // The load ends at t0 + 1 s; from then on only the clock ticks,
+    // every CHECK_EVERY, with nothing in flight.
+    let mut now = t0;
+    let mut ended_at = None;
+    while now < t0 + Duration::from_secs(40) {
+        tokio::time::advance(CHECK_EVERY).await;
+        now = Instant::now();
+        let in_flight = if now < t0 + Duration::from_secs(1) {
+            100
+        } else {
+            0
+        };
+        load.tick(&policy, in_flight, now, |c, _, l| {
+            changes.push((c, l));
+            ended_at = Some(now);
+        });
+    }
+    assert_eq!(load.level(), 0);
+    assert_eq!(changes, [(Change::Started, 1), (Change::Ended, 0)]);
+    let ended = ended_at.expect("ended") - t0;
+    // Calm began at 1 s (first check after it); calm_after is 30 s.
+    assert!(
+        ended >= Duration::from_secs(31) && ended <= Duration::from_secs(31) + CHECK_EVERY * 2,
+        "{ended:?}"
+    );
 }
 
 /// The search-engine cap, on a test clock: after `max_search_shed` of
@@ -183,7 +244,7 @@ fn the_capped_share_lets_that_share_of_search_requests_through() {
     let passed = (0..1000)
         .filter(|_| {
             let p = load.pressure(&policy, 100, now, |_, _, _| {});
-            policy.decide(&google, false, p).is_none()
+            policy.decide(google.robot_class(false), p).is_none()
         })
         .count();
     assert_eq!(passed, 250);

@@ -386,12 +386,12 @@ impl RangeStore {
                 if !first {
                     return Taken::StillFailing;
                 }
-                let kept = if held.nets.is_some() {
-                    "last good copy kept"
-                } else {
-                    "no copy yet"
-                };
-                Taken::Failed(format!("{} ({}): {why}; {kept}", held.name, held.source))
+                Taken::Failed(Failure {
+                    list: held.name.clone(),
+                    source: held.source.clone(),
+                    why,
+                    kept: held.nets.is_some(),
+                })
             }
         }
     }
@@ -410,7 +410,7 @@ impl RangeStore {
     /// Fetches or reads every list that is due at `now`; returns how many
     /// changed.
     pub async fn refresh_due(&self, now: SystemTime) -> usize {
-        let (due, state_dir, client) = {
+        let (due, state_dir, client, retry) = {
             let inner = self.lock();
             let Some(setup) = &inner.setup else {
                 return 0;
@@ -423,11 +423,15 @@ impl RangeStore {
                 .filter(|(_, h)| is_due(h, setup.refresh, retry, now))
                 .map(|(i, h)| (i, h.name.clone(), h.source.clone()))
                 .collect();
-            (due, setup.state_dir.clone(), setup.fetcher.clone())
+            (due, setup.state_dir.clone(), setup.fetcher.clone(), retry)
         };
         if due.is_empty() {
             return 0;
         }
+        tracing::debug!(
+            lists = due.len(),
+            "verify: fetching the range lists that are due"
+        );
         let mut tasks = tokio::task::JoinSet::new();
         for (i, name, source) in due {
             let client = client.clone();
@@ -466,8 +470,8 @@ impl RangeStore {
             }
         }
         if !failed.is_empty() {
-            failed.sort();
-            log_failed(&failed);
+            failed.sort_by(|a, b| a.list.cmp(&b.list));
+            log_failed(&failed, retry);
         }
         if changed > 0 {
             self.publish();
@@ -551,20 +555,49 @@ impl RangeStore {
 enum Taken {
     /// It replaced the held copy.
     Loaded,
-    /// It was refused, the first time in a row: why.
-    Failed(String),
+    /// It was refused, the first time in a row.
+    Failed(Failure),
     /// Refused again (already reported).
     StillFailing,
 }
 
-/// One line for the lists that just stopped updating (an offline host
-/// says so once, not once per list): the robots of a list without a copy
-/// stay unverified, the others keep their last good copy.
-fn log_failed(failed: &[String]) {
+/// A list that just stopped updating.
+#[derive(Debug)]
+struct Failure {
+    list: Box<str>,
+    source: Source,
+    why: String,
+    /// It still has its last good copy.
+    kept: bool,
+}
+
+/// The lists that just stopped updating in one round, as one short
+/// warning: how many, how many have no copy at all (their robots stay
+/// unverified; the others keep their last good copy), when they are tried
+/// again and where each one's reason is. An offline host, where every list
+/// fails at once, says so in one line, not in one per list; each list's
+/// source and reason go to debug level (and its failures are counted in
+/// `crawlgate_verify_list_fetches_total`).
+fn log_failed(failed: &[Failure], retry: Duration) {
+    for f in failed {
+        tracing::debug!(
+            list = %f.list,
+            source = %f.source,
+            error = %f.why,
+            last_good_copy = f.kept,
+            "verify: range list not updated",
+        );
+    }
+    let without = failed.iter().filter(|f| !f.kept).count();
+    let what = match failed {
+        [one] => format!("range list {} not updated", one.list),
+        _ => format!("{} range lists not updated", failed.len()),
+    };
     tracing::warn!(
-        lists = failed.len(),
-        "verify: range lists not updated (tried again in 5 minutes at most): {}",
-        failed.join("; ")
+        "verify: {what} ({without} without any copy: their robots stay unverified); \
+         tried again every {}; why: RUST_LOG=crawlgate::verify=debug, or \
+         crawlgate_verify_list_fetches_total",
+        humantime::format_duration(retry),
     );
 }
 

@@ -16,6 +16,9 @@ fn the_embedded_file_compiles() {
         "perplexity.perplexitybot",
         "commoncrawl.ccbot",
         "duckduckgo.duckduckbot",
+        "google.user-triggered-agents",
+        "anthropic.bots",
+        "mistral.mistralai-user",
     ] {
         let list = ops.list(name).unwrap_or_else(|| panic!("{name} is listed"));
         assert!(ops.lists[list].url.starts_with("https://"), "{name}");
@@ -55,10 +58,43 @@ fn each_robot_claims_its_operator_and_the_lists_that_vouch_for_it() {
             "FeedFetcher-Google; (+http://www.google.com/feedfetcher.html)",
             "google",
             &[
+                "google.user-triggered-agents",
                 "google.user-triggered-fetchers",
                 "google.user-triggered-fetchers-google",
             ],
             true,
+        ),
+        (
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko; compatible; Google-Agent; +https://developers.google.com/crawling/docs/crawlers-fetchers/google-agent) Chrome/139.0.0.0 Safari/537.36",
+            "google",
+            &["google.user-triggered-agents"],
+            true,
+        ),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)",
+            "anthropic",
+            &["anthropic.bots"],
+            false,
+        ),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)",
+            "anthropic",
+            &["anthropic.bots"],
+            false,
+        ),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-SearchBot/1.0; +Claude-SearchBot@anthropic.com)",
+            "anthropic",
+            &["anthropic.bots"],
+            false,
+        ),
+        // The older Anthropic tokens are on no list.
+        ("anthropic-ai", "anthropic", &[], false),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; MistralAI-User/1.0; +https://docs.mistral.ai/robots)",
+            "mistral",
+            &["mistral.mistralai-user"],
+            false,
         ),
         (
             "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36",
