@@ -85,7 +85,7 @@ impl ConfigError {
 
 /// `FILE:LINE`, or `FILE` when the line is unknown: the shape of every
 /// error that points into a file (config, rules, certificates).
-struct Location<'a>(&'a Path, Option<usize>);
+pub(crate) struct Location<'a>(pub(crate) &'a Path, pub(crate) Option<usize>);
 
 impl std::fmt::Display for Location<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -412,6 +412,9 @@ pub struct Overrides {
     pub admin_listen: Option<String>,
     /// `proxy.workers` (tests and the demo pick their own count).
     pub workers: Option<usize>,
+    /// `verify.state_dir` when the file does not set it: under systemd's
+    /// `StateDirectory=`, `$STATE_DIRECTORY/verify` (see `main`).
+    pub default_state_dir: Option<PathBuf>,
     /// `verify.enabled` (the demo, on loopback, turns verification off:
     /// it would fetch the operators' range lists from the internet).
     pub verify: Option<bool>,
@@ -1012,7 +1015,13 @@ impl Config {
             verify: verify_config(RawVerify {
                 enabled: overrides.verify.or(verify.enabled),
                 ..verify
-            })?,
+            })?
+            .map(|mut v| {
+                if v.state_dir.is_none() {
+                    v.state_dir.clone_from(&overrides.default_state_dir);
+                }
+                v
+            }),
             ai: ai_config(ai)?,
         })
     }
@@ -1396,8 +1405,10 @@ fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigEr
         return Err(invalid(
             "bot_cache.max_item",
             format!(
-                "{} bytes is over 1/{SIZE_PER_ITEM} of bot_cache.size ({} bytes)",
-                config.max_item, config.size
+                "{} bytes is over {} bytes, 1/{SIZE_PER_ITEM} of bot_cache.size ({} bytes)",
+                config.max_item,
+                config.size / SIZE_PER_ITEM,
+                config.size
             ),
         ));
     }
@@ -1796,7 +1807,7 @@ mod tests {
             ),
             (
                 "ttl = \"1m\"\nsize = \"8MiB\"\nmax_item = \"1MiB\"",
-                "bot_cache.max_item: 1048576 bytes is over 1/32",
+                "bot_cache.max_item: 1048576 bytes is over 262144 bytes, 1/32 of bot_cache.size (8388608 bytes)",
             ),
             (
                 "ttl = \"1m\"\ncapacity = 1",
@@ -2059,6 +2070,57 @@ mod tests {
                 "limits.max_connections"
             ]
         );
+    }
+
+    /// Issue 25: the example says it sets every key to its default, and
+    /// does (a value meant for one setup stays a comment), and its header
+    /// names every flag that overrides it.
+    #[test]
+    fn the_deploy_example_sets_every_key_to_its_default() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/crawlgate.toml");
+        let text = std::fs::read_to_string(&path).expect("deploy/crawlgate.toml exists");
+        let example = load(&text).expect("the example config is valid");
+        let defaults = load("").expect("defaults");
+        assert_eq!(format!("{example:?}"), format!("{defaults:?}"));
+        let header: String = text.lines().take_while(|l| l.starts_with('#')).collect();
+        for flag in [
+            "--listen",
+            "--upstream",
+            "--sitemap-dir",
+            "--rules",
+            "--tls-listen",
+            "--certs",
+            "--admin-listen",
+        ] {
+            assert!(header.contains(flag), "the header does not name {flag}");
+        }
+    }
+
+    /// Issue 25: without `verify.state_dir` in the file, systemd's state
+    /// folder (given by `main` as an override's default) is used; the
+    /// file's own value wins over it.
+    #[test]
+    fn the_state_dir_defaults_to_the_one_given() {
+        let given = Overrides {
+            default_state_dir: Some(PathBuf::from("/var/lib/crawlgate/verify")),
+            ..Overrides::default()
+        };
+        let state_dir = |text: &str| {
+            let raw = RawConfig::parse(text).expect("parses");
+            Config::from_raw(raw, &given)
+                .expect("valid")
+                .verify
+                .and_then(|v| v.state_dir)
+        };
+        assert_eq!(
+            state_dir(""),
+            Some(PathBuf::from("/var/lib/crawlgate/verify"))
+        );
+        assert_eq!(
+            state_dir("[verify]\nstate_dir = \"/srv/lists\""),
+            Some(PathBuf::from("/srv/lists"))
+        );
+        assert_eq!(state_dir("[verify]\nenabled = false"), None);
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! The running state and its reload: config, rules and certificates read
 //! again, validated, and swapped whole.
 //!
-//! [`Live::start`] loads everything once (any failure is a start-up error
-//! naming the key or file). [`Live::reload`] repeats the same loading; only
+//! [`load`] reads and checks everything and changes nothing on disk:
+//! `crawlgate check-config` runs it alone, so its verdict is the start's.
+//! [`Live::start`] runs it, then does what it checked could be done
+//! (creating `verify.state_dir`, opening the access log); any failure is
+//! a start-up error naming the key or file. [`Live::reload`] repeats the
+//! same loading; only
 //! if all of it succeeds does it swap the request-path state and the
 //! certificate store, so a reload that fails validation leaves the running
 //! state untouched. Requests already in flight keep the `Arc<Shared>` they
@@ -10,7 +14,7 @@
 //! restart can apply (listen addresses, HTTP/2 on the TLS port) are
 //! reported, not silently ignored.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -20,6 +24,7 @@ use crate::observe::Observer;
 use crate::server::Live as LiveShared;
 use crate::service::{SetupError, Shared};
 use crate::tls::{CertStore, Certs, TlsError};
+use crate::verify::store::StoreError;
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +38,6 @@ pub enum LoadError {
     /// The certificate folder (`FILE: problem`).
     #[error(transparent)]
     Tls(#[from] TlsError),
-    /// The access-log file cannot be opened.
-    #[error("log.file: {0}")]
-    Log(std::io::Error),
 }
 
 /// Everything one load produced.
@@ -49,25 +51,25 @@ pub struct Loaded {
 }
 
 /// Reads the config file (if any) with `overrides`, then the rules, the
-/// upstream's TLS roots and the certificate folder; the state built
-/// reports to `observer`.
+/// local range lists, the upstream's TLS roots and the certificate
+/// folder, and checks that the access log and the state folder can be
+/// opened or created; the state built reports to `observer`. Nothing is
+/// created or written: what start-up and a reload do after it,
+/// [`prepare`] and the log's opening, cannot fail on what it checked.
 pub fn load(
-    path: Option<&std::path::Path>,
+    path: Option<&Path>,
     overrides: &Overrides,
     observer: &Arc<Observer>,
 ) -> Result<Loaded, LoadError> {
     let config = Config::load(path, overrides)?;
-    let shared = Shared::new(&config, Arc::clone(observer)).map_err(|err| match (err, path) {
-        (SetupError::Shed(class), Some(path)) => LoadError::Config(ConfigError::invalid_in(
-            path,
-            "shed.order",
-            class.to_string(),
-        )),
-        (SetupError::VerifyRanges(why), Some(path)) => {
-            LoadError::Config(ConfigError::invalid_in(path, "verify.ranges", why))
-        }
-        (err, _) => LoadError::Setup(err),
-    })?;
+    let shared = Shared::new(&config, Arc::clone(observer))
+        .map_err(|err| setup_error(err, path, overrides))?;
+    if let Some(file) = &config.restart.log_file {
+        check_file_writable(file).map_err(|why| in_file(path, "log.file", why))?;
+    }
+    if let Some(dir) = config.verify.as_ref().and_then(|v| v.state_dir.as_ref()) {
+        check_dir_creatable(dir).map_err(|why| in_file(path, "verify.state_dir", why))?;
+    }
     let certs = match &config.tls {
         Some(tls) => Some(CertStore::load(
             &tls.certs_dir,
@@ -81,6 +83,168 @@ pub fn load(
         shared,
         certs,
     })
+}
+
+/// What [`load`] checked and left undone: creates `verify.state_dir`
+/// (an error here is a race with whatever changed the folder since).
+fn prepare(config: &Config, path: Option<&Path>) -> Result<(), LoadError> {
+    if let Some(dir) = config.verify.as_ref().and_then(|v| v.state_dir.as_ref()) {
+        crate::verify::store::create_state_dir(dir).map_err(|err| match err {
+            StoreError::StateDir { path: dir, source } => in_file(
+                path,
+                "verify.state_dir",
+                format!("cannot create {}: {source}", dir.display()),
+            ),
+        })?;
+    }
+    Ok(())
+}
+
+/// A value of the config at `path` (or of a flag) that cannot be used,
+/// reported as `FILE:LINE: key: why`.
+fn in_file(path: Option<&Path>, key: &'static str, why: String) -> LoadError {
+    LoadError::Config(match path {
+        Some(path) => ConfigError::invalid_in(path, key, why),
+        None => ConfigError::Invalid { key, message: why },
+    })
+}
+
+/// A setup error about a value of the config file, with the file and the
+/// line of its key; a value given by a flag is named by the flag.
+fn setup_error(err: SetupError, path: Option<&Path>, overrides: &Overrides) -> LoadError {
+    use crate::proxy::UpstreamTlsError;
+    use crate::rules::RulesError;
+    use crate::verify::store::FetcherError;
+    let flagged = |flag: &'static str, why: String| {
+        LoadError::Config(ConfigError::Invalid {
+            key: flag,
+            message: why,
+        })
+    };
+    match err {
+        SetupError::Shed(class) => in_file(path, "shed.order", class.to_string()),
+        SetupError::VerifyRanges(why) => in_file(path, "verify.ranges", why),
+        SetupError::SitemapDir(dir) => {
+            let why = format!(
+                "{}: no such folder (create it, or leave sitemap_dir out)",
+                dir.display()
+            );
+            match overrides.sitemap_dir {
+                Some(_) => flagged("--sitemap-dir", why),
+                None => in_file(path, "sitemap_dir", why),
+            }
+        }
+        // The folder itself (a file's line is already in the error).
+        SetupError::Rules(err @ (RulesError::Read { .. } | RulesError::NoBotTokens(_))) => {
+            match overrides.rules_dir {
+                Some(_) => flagged("--rules", err.to_string()),
+                None => in_file(path, "rules_dir", err.to_string()),
+            }
+        }
+        SetupError::UpstreamTls(UpstreamTlsError::Ca { path: ca, message }) => in_file(
+            path,
+            "proxy.upstream_ca",
+            format!("{}: {message}", ca.display()),
+        ),
+        SetupError::UpstreamTls(UpstreamTlsError::Sni(name)) => in_file(
+            path,
+            "proxy.upstream_sni",
+            format!("{name:?} is not a server name"),
+        ),
+        SetupError::Fetcher(FetcherError::CaFile { path: ca, message }) => in_file(
+            path,
+            "verify.ca_file",
+            format!("{}: {message}", ca.display()),
+        ),
+        SetupError::Dns(err) => in_file(path, "verify.resolver", err.to_string()),
+        err => LoadError::Setup(err),
+    }
+}
+
+/// Checks, creating nothing, that `file` can be opened for appending:
+/// it is a file crawlgate may write, or it does not exist and its folder
+/// is one crawlgate may create files in.
+pub fn check_file_writable(file: &Path) -> Result<(), String> {
+    let shown = file.display();
+    match std::fs::metadata(file) {
+        Ok(meta) if meta.is_dir() => Err(format!("{shown}: is a folder, not a file")),
+        Ok(_) => writable(file, false).map_err(|e| format!("{shown}: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let folder = parent(file);
+            match std::fs::metadata(folder) {
+                Ok(meta) if meta.is_dir() => writable(folder, true).map_err(|e| {
+                    format!("{shown}: cannot be created in {}: {e}", folder.display())
+                }),
+                Ok(_) => Err(format!("{shown}: {} is not a folder", folder.display())),
+                Err(e) if is_missing(&e) => Err(format!(
+                    "{shown}: no such folder {} (crawlgate does not create it)",
+                    folder.display()
+                )),
+                Err(e) => Err(format!("{shown}: {}: {e}", folder.display())),
+            }
+        }
+        Err(e) if is_missing(&e) => Err(format!("{shown}: a part of the path is not a folder")),
+        Err(e) => Err(format!("{shown}: {e}")),
+    }
+}
+
+/// Checks, creating nothing, that `dir` is a folder crawlgate may write
+/// files in, or that `create_dir_all` can make it: its nearest existing
+/// ancestor is a folder crawlgate may create folders in.
+pub fn check_dir_creatable(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(meta) if meta.is_dir() => {
+                return writable(at, true).map_err(|e| {
+                    if at == dir {
+                        format!("{shown}: {e}")
+                    } else {
+                        format!("{shown}: cannot be created in {}: {e}", at.display())
+                    }
+                });
+            }
+            Ok(_) if at == dir => return Err(format!("{shown}: not a folder")),
+            Ok(_) => {
+                return Err(format!(
+                    "{shown}: cannot be created: {} is not a folder",
+                    at.display()
+                ))
+            }
+            Err(e) if is_missing(&e) && at != parent(at) => at = parent(at),
+            Err(e) => return Err(format!("{shown}: {}: {e}", at.display())),
+        }
+    }
+}
+
+/// The folder holding `path` (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        Some(_) => Path::new("."),
+        None => path,
+    }
+}
+
+/// Not there: missing, or below something that is not a folder.
+fn is_missing(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+/// access(2) for writing (and, for a folder, entering) as the effective
+/// user: what opening or creating there will meet, without doing it.
+fn writable(path: &Path, folder: bool) -> std::io::Result<()> {
+    use rustix::fs::{Access, AtFlags};
+    let access = if folder {
+        Access::WRITE_OK | Access::EXEC_OK
+    } else {
+        Access::WRITE_OK
+    };
+    rustix::fs::accessat(rustix::fs::CWD, path, access, AtFlags::EACCESS).map_err(Into::into)
 }
 
 /// `n` copies of `shared`, each with its own upstream pool.
@@ -125,9 +289,14 @@ impl Live {
             shared,
             certs,
         } = load(config_path.as_deref(), &overrides, &observer)?;
+        prepare(&config, config_path.as_deref())?;
         observer
             .start_log(config.restart.log_file.as_deref())
-            .map_err(LoadError::Log)?;
+            .map_err(|e| {
+                let file = config.restart.log_file.as_deref().unwrap_or(Path::new("-"));
+                let why = format!("{}: cannot be opened: {e}", file.display());
+                in_file(config_path.as_deref(), "log.file", why)
+            })?;
         observer
             .ranges
             .configure(shared.verify.as_ref().map(|v| v.setup.clone()));
@@ -161,6 +330,7 @@ impl Live {
             shared,
             certs,
         } = load(self.config_path.as_deref(), &self.overrides, &self.observer)?;
+        prepare(&config, self.config_path.as_deref())?;
         let mut running = self
             .running
             .lock()
@@ -199,5 +369,37 @@ impl Live {
             restart_needed,
             certificates,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks say what opening or creating would meet, and create
+    /// nothing.
+    #[test]
+    fn paths_are_checked_without_creating_anything() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("file"), "").expect("write");
+
+        assert_eq!(check_dir_creatable(d), Ok(()));
+        assert_eq!(check_dir_creatable(&d.join("a/b/c")), Ok(()));
+        assert!(!d.join("a").exists(), "nothing created");
+        let err = check_dir_creatable(&d.join("file/sub")).expect_err("below a file");
+        assert!(err.ends_with("file is not a folder"), "{err}");
+        let err = check_dir_creatable(&d.join("file")).expect_err("a file");
+        assert!(err.ends_with("file: not a folder"), "{err}");
+
+        assert_eq!(check_file_writable(&d.join("file")), Ok(()));
+        assert_eq!(check_file_writable(&d.join("new.log")), Ok(()));
+        assert!(!d.join("new.log").exists(), "nothing created");
+        let err = check_file_writable(&d.join("gone/access.log")).expect_err("no folder");
+        assert!(err.contains("no such folder"), "{err}");
+        let err = check_file_writable(d).expect_err("a folder");
+        assert!(err.ends_with("is a folder, not a file"), "{err}");
+        let err = check_file_writable(&d.join("file/access.log")).expect_err("below a file");
+        assert!(err.contains("is not a folder"), "{err}");
     }
 }

@@ -37,7 +37,7 @@ struct RunArgs {
     /// Address to listen on for plain HTTP [default: 127.0.0.1:8080]
     #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     listen: Option<String>,
-    /// The site to forward to, http://host:port [default: http://127.0.0.1:8000]
+    /// The site to forward to, http://host:port or https://host:port [default: http://127.0.0.1:8000]
     #[arg(long, value_name = "URL", value_parser = upstream_url)]
     upstream: Option<String>,
     /// TOML config file (see deploy/crawlgate.toml); flags override it
@@ -207,11 +207,12 @@ fn run_proxy(args: RunArgs) -> ExitCode {
         certs_dir: args.certs,
         admin_listen: args.admin_listen,
         workers: None,
+        default_state_dir: systemd_state_dir(),
         verify: None,
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),
-        Err(err) => return fail(EXIT_CONFIG, &err),
+        Err(err) => return fail(EXIT_CONFIG, &Causes(&err)),
     };
     // This thread only turns signals into control events; the workers run
     // their own event loops.
@@ -266,7 +267,7 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
     };
     let classifier = match lists.and_then(|l| Classifier::new(&l)) {
         Ok(c) => c,
-        Err(err) => return fail(EXIT_CONFIG, &err),
+        Err(err) => return fail(EXIT_CONFIG, &Causes(&err)),
     };
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let mut output = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
@@ -274,13 +275,30 @@ fn classify(explain: bool, rules: Option<PathBuf>) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         // `crawlgate classify | head` is fine.
         Err(err) if err.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(err) => fail(1, &err),
+        Err(err) => fail(1, &Causes(&err)),
     }
 }
 
+/// `verify.state_dir` when the file sets none: systemd's `StateDirectory=`
+/// (`$STATE_DIRECTORY`, the first folder when it names several) with
+/// `verify` below it; outside systemd, none (the lists are kept in
+/// memory).
+fn systemd_state_dir() -> Option<PathBuf> {
+    let dirs = std::env::var_os("STATE_DIRECTORY")?;
+    let first = std::env::split_paths(&dirs).next()?;
+    first.is_absolute().then(|| first.join("verify"))
+}
+
+/// The checks of a start without its side effects: `crawlgate::live::load`
+/// is what `Live::start` runs before it creates the state folder and opens
+/// the access log, so what passes here starts (ports aside).
 fn check_config(file: &std::path::Path) -> ExitCode {
     let observer = Arc::new(crawlgate::observe::Observer::new());
-    match crawlgate::live::load(Some(file), &Overrides::default(), &observer) {
+    let overrides = Overrides {
+        default_state_dir: systemd_state_dir(),
+        ..Overrides::default()
+    };
+    match crawlgate::live::load(Some(file), &overrides, &observer) {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config
@@ -310,7 +328,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(err) => fail(EXIT_CONFIG, &err),
+        Err(err) => fail(EXIT_CONFIG, &Causes(&err)),
     }
 }
 
@@ -508,11 +526,33 @@ fn fail(code: u8, err: &dyn std::fmt::Display) -> ExitCode {
 fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("crawlgate: error: {err:#}");
-            ExitCode::FAILURE
-        }
+        Err(err) => fail(1, &Causes(err.as_ref())),
     }
+}
+
+/// An error and its causes on one line, `error: cause: cause`, each said
+/// once: many errors already put their source in their own message (so
+/// that a log line carries it), and the chain is not repeated after them.
+struct Causes<'a>(&'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&chain_text(self.0))
+    }
+}
+
+fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

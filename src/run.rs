@@ -285,7 +285,8 @@ fn log_start(live: &Live, addrs: Addrs) {
     match &config.verify {
         Some(verify) => {
             let lists = live.observer.ranges.status(std::time::SystemTime::now());
-            let saved = lists.iter().filter(|(_, age)| age.is_some()).count();
+            // Copies read from state_dir only: a local file is not one.
+            let saved = live.observer.ranges.saved_copies();
             tracing::info!(
                 lists = lists.len(),
                 from_saved_copies = saved,

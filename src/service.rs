@@ -41,7 +41,7 @@ use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
 use crate::verify::signature::{self, Agents, SignatureChecker, Signed};
-use crate::verify::store::{Fetcher, FetcherError, RangeStore, Setup, Source, StoreError};
+use crate::verify::store::{Fetcher, FetcherError, RangeStore, Setup, Source};
 use crate::verify::{
     by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
 };
@@ -195,9 +195,6 @@ pub enum SetupError {
     /// `[verify.ranges]` names a list the operators' file does not have.
     #[error("verify.ranges: {0}")]
     VerifyRanges(String),
-    /// The state folder cannot be used.
-    #[error(transparent)]
-    StateDir(#[from] StoreError),
     /// The DNS resolver cannot be set up.
     #[error(transparent)]
     Dns(#[from] DnsSetupError),
@@ -295,6 +292,7 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         .iter()
         .map(|l| Source::Url(l.url.clone()))
         .collect();
+    let mut local = vec![None; sources.len()];
     for (operator, list, source) in &config.ranges {
         let name = format!("{operator}.{list}");
         let Some(i) = operators.list(&name) else {
@@ -306,18 +304,14 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         };
         let source = Source::parse(source);
         if let Source::File(path) = &source {
-            // A typo is an error now, not an unverified list forever.
-            if !path.is_file() {
-                return Err(SetupError::VerifyRanges(format!(
-                    "{name}: {}: no such file",
-                    path.display()
-                )));
-            }
+            // A typo or a broken file is an error now (at start, in
+            // check-config, refusing a reload), not an unverified list
+            // forever.
+            let nets = crate::verify::store::read_local(path)
+                .map_err(|err| SetupError::VerifyRanges(format!("{name}: {err}")))?;
+            local[i] = Some(Arc::new(nets));
         }
         sources[i] = source;
-    }
-    if let Some(dir) = &config.state_dir {
-        crate::verify::store::check_state_dir(dir)?;
     }
     let fetcher = Fetcher::new(config.ca_file.as_deref())?;
     let agents = match &config.signature_agents {
@@ -363,6 +357,7 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         setup: Setup {
             operators,
             sources,
+            local,
             state_dir: config.state_dir.clone(),
             refresh: config.refresh,
             fetcher,

@@ -49,6 +49,12 @@ fn help_documents_every_flag_and_subcommand() {
             "--help does not mention {word}:\n{text}"
         );
     }
+    // Issue 25: an https upstream is supported, and the help says so.
+    let upstream = text
+        .lines()
+        .find(|l| l.contains("--upstream"))
+        .expect("--upstream line");
+    assert!(upstream.contains("https://"), "{upstream}");
 }
 
 #[test]
@@ -159,6 +165,8 @@ fn start_up_errors_are_one_line() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // Issue 25: each cause once, not the OS error twice.
+    assert_eq!(err.matches("in use").count(), 1, "{err}");
 }
 
 /// Issue 10.7: with `SO_REUSEPORT`, a second crawlgate on the same address

@@ -71,6 +71,10 @@ pub struct Setup {
     pub operators: Arc<Operators>,
     /// Each list's source.
     pub sources: Vec<Source>,
+    /// Per list, the copy of its local file read when this setup was
+    /// built ([`read_local`]; `None` for a URL source): a file that is
+    /// missing or malformed fails the load, so a setup always has them.
+    pub local: Vec<Option<Arc<Vec<IpNet>>>>,
     /// Where the last good copies are kept (`None`: in memory only).
     pub state_dir: Option<PathBuf>,
     /// How often each list is fetched again.
@@ -148,6 +152,8 @@ struct Held {
     attempted: Option<SystemTime>,
     /// The last attempt failed (logged once until it succeeds again).
     failing: bool,
+    /// The held copy is the one read from `state_dir` (none newer yet).
+    saved: bool,
 }
 
 #[derive(Debug)]
@@ -172,8 +178,8 @@ pub struct VerifyMetrics {
 /// Why the store cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The state folder cannot be created or written.
-    #[error("verify.state_dir: {path}: {source}")]
+    /// The state folder cannot be created.
+    #[error("verify.state_dir: cannot create {}: {source}", path.display())]
     StateDir {
         /// The folder.
         path: PathBuf,
@@ -257,7 +263,9 @@ impl RangeStore {
         let mut old: HashMap<Box<str>, Held> =
             inner.held.drain(..).map(|h| (h.name.clone(), h)).collect();
         let mut held = Vec::with_capacity(setup.operators.lists.len());
-        for (spec, source) in setup.operators.lists.iter().zip(&setup.sources) {
+        let now = SystemTime::now();
+        let lists = setup.operators.lists.iter().zip(&setup.sources);
+        for (i, (spec, source)) in lists.enumerate() {
             let mut h = match old.remove(&spec.name) {
                 Some(h) if h.source == *source => h,
                 _ => {
@@ -268,6 +276,7 @@ impl RangeStore {
                         updated: None,
                         attempted: None,
                         failing: false,
+                        saved: false,
                     };
                     if let Some(dir) = &setup.state_dir {
                         load_state_copy(dir, &mut h);
@@ -276,12 +285,14 @@ impl RangeStore {
                 }
             };
             // A local file is read at every load: a reload is how an
-            // operator says "I changed it" (a bad file keeps the old copy).
-            if let Source::File(path) = source {
-                let outcome = std::fs::read(path).map_err(|e| e.to_string());
-                if let Taken::Failed(why) = self.take(&mut h, outcome, None, SystemTime::now()) {
-                    log_failed(&[why], RETRY_AFTER.min(setup.refresh));
-                }
+            // operator says "I changed it" (a bad file failed the load).
+            if let Some(Some(nets)) = setup.local.get(i) {
+                self.count_fetch(&h.name, "ok");
+                h.nets = Some(Arc::clone(nets));
+                h.updated = Some(now);
+                h.attempted = Some(now);
+                h.failing = false;
+                h.saved = false;
             }
             held.push(h);
         }
@@ -346,15 +357,7 @@ impl RangeStore {
                 .map(|nets| (nets, body))
                 .map_err(|e| format!("refused: {e}"))
         });
-        let counter = |result: &'static str| {
-            self.metrics
-                .fetches
-                .get_or_create(&ListResultLabels {
-                    list: held.name.to_string(),
-                    result,
-                })
-                .inc();
-        };
+        let counter = |result: &'static str| self.count_fetch(&held.name, result);
         match parsed {
             Ok((nets, body)) => {
                 counter("ok");
@@ -362,6 +365,7 @@ impl RangeStore {
                     tracing::info!(list = %held.name, source = %held.source, prefixes = nets.len(), "verify: range list loaded again");
                 }
                 held.failing = false;
+                held.saved = false;
                 held.nets = Some(Arc::new(nets));
                 held.updated = Some(now);
                 if let Some(dir) = state_dir {
@@ -390,6 +394,17 @@ impl RangeStore {
                 })
             }
         }
+    }
+
+    /// Counts one fetch or read of `list` with `result`.
+    fn count_fetch(&self, list: &str, result: &'static str) {
+        self.metrics
+            .fetches
+            .get_or_create(&ListResultLabels {
+                list: list.to_owned(),
+                result,
+            })
+            .inc();
     }
 
     /// Fetches or reads every list that is due at `now`; returns how many
@@ -508,6 +523,16 @@ impl RangeStore {
         }
     }
 
+    /// How many lists hold the copy read from `state_dir` (for the
+    /// start-up log: a local file or a fetch is not a saved copy).
+    pub fn saved_copies(&self) -> usize {
+        self.lock()
+            .held
+            .iter()
+            .filter(|h| h.saved && h.nets.is_some())
+            .count()
+    }
+
     /// Each list's name, whether it has a copy, and that copy's age (for
     /// the start-up log and tests).
     pub fn status(&self, now: SystemTime) -> Vec<(Box<str>, Option<Duration>)> {
@@ -604,6 +629,7 @@ fn load_state_copy(dir: &Path, held: &mut Held) {
             held.nets = Some(Arc::new(nets));
             held.updated = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             held.attempted = held.updated;
+            held.saved = true;
         }
         Err(e) => {
             tracing::warn!(file = %path.display(), error = %e, "verify: ignoring an unusable saved copy");
@@ -628,19 +654,72 @@ fn save_state_copy(dir: &Path, name: &str, body: &[u8]) -> std::io::Result<()> {
     written
 }
 
-/// Creates `dir` if needed and checks that a file can be written in it:
-/// at start and reload, so that a wrong folder is an error then, not a
-/// warning twelve hours later.
-pub fn check_state_dir(dir: &Path) -> Result<(), StoreError> {
-    let check = || {
-        std::fs::create_dir_all(dir)?;
-        let probe = dir.join(format!(".write-check.{}", std::process::id()));
-        std::fs::write(&probe, b"")?;
-        std::fs::remove_file(&probe)
-    };
-    check().map_err(|source| StoreError::StateDir {
+/// Creates `dir` if needed, after the load checked that it can be
+/// ([`crate::live::check_dir_creatable`]): the side effect that
+/// `check-config` leaves out.
+pub fn create_state_dir(dir: &Path) -> Result<(), StoreError> {
+    std::fs::create_dir_all(dir).map_err(|source| StoreError::StateDir {
         path: dir.to_owned(),
         source,
+    })
+}
+
+/// Why a list's local file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalListError {
+    /// It cannot be read (missing, a folder, not ours to read).
+    #[error("{}: {}", path.display(), describe_io(error))]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The failure (in the message; not a `source`, which would
+        /// print it twice).
+        error: std::io::Error,
+    },
+    /// It is not a usable range list: `FILE:LINE: problem`.
+    #[error("{}: {error}", crate::config::Location(path, *line))]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line of the problem, when known.
+        line: Option<usize>,
+        /// The problem.
+        error: super::RangeError,
+    },
+}
+
+/// `no such file` for a missing file, else the error as the system says it.
+fn describe_io(err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        _ => err.to_string(),
+    }
+}
+
+/// Reads and parses a list's local file (`[verify.ranges.<operator>]
+/// <list> = "path"`): at every load, so that a missing or malformed file
+/// fails the start, `check-config` and a reload alike.
+pub fn read_local(path: &Path) -> Result<Vec<IpNet>, LocalListError> {
+    let body = std::fs::read(path).map_err(|error| LocalListError::Read {
+        path: path.to_owned(),
+        error,
+    })?;
+    parse_ranges(&body).map_err(|error| {
+        let line = match &error {
+            super::RangeError::Shape(e) if e.line() > 0 => Some(e.line()),
+            super::RangeError::Prefix { text, .. } => {
+                let quoted = format!("\"{text}\"");
+                body.windows(quoted.len())
+                    .position(|w| w == quoted.as_bytes())
+                    .map(|at| body[..at].iter().filter(|&&b| b == b'\n').count() + 1)
+            }
+            _ => None,
+        };
+        LocalListError::Malformed {
+            path: path.to_owned(),
+            line,
+            error,
+        }
     })
 }
 
@@ -824,6 +903,7 @@ mod tests {
             updated: updated.map(at),
             attempted: attempted.map(at),
             failing: false,
+            saved: false,
         }
     }
 
