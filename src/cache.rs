@@ -312,7 +312,8 @@ impl BotCache {
         headers: &HeaderMap,
         now: Instant,
     ) -> Response<Body> {
-        let age = HeaderValue::from(entry.age(now).as_secs());
+        let age = entry.lifetime.arrived_age.saturating_add(entry.age(now));
+        let age = HeaderValue::from(age.as_secs());
         if stale {
             self.stale.inc();
         } else {
@@ -610,6 +611,9 @@ pub struct Lifetime {
     pub fresh: Duration,
     /// Then, for this long, it may stand in for an error.
     pub stale: Duration,
+    /// The age it had when it arrived (the upstream's `Age`, when a cache
+    /// behind crawlgate answered): added to the `Age` of answers from it.
+    pub arrived_age: Duration,
 }
 
 /// The longest lifetime a `delta-seconds` value stands for (RFC 9111
@@ -630,6 +634,10 @@ impl Lifetime {
     /// request per robot visit, as without the cache; treating it as "no
     /// bound" would instead serve for the whole `ttl` a page whose site
     /// meant it to expire. A zero lifetime is not kept.
+    ///
+    /// An `Age` from the upstream (a cache behind crawlgate) is time the
+    /// site's bound has already run: it is subtracted from it, and added
+    /// to the `Age` crawlgate sends (an unreadable `Age` counts as none).
     ///
     /// Stale for `max_stale` after that, or not at all when the site
     /// forbids serving it stale: `must-revalidate`, `proxy-revalidate`, or
@@ -659,8 +667,14 @@ impl Lifetime {
             Some(seconds) => Some(Duration::from_secs(seconds)),
             None => expires(headers, received),
         };
+        let arrived_age = headers
+            .get(AGE)
+            .and_then(|age| delta_seconds(age.as_bytes().trim_ascii()))
+            .map_or(Duration::ZERO, Duration::from_secs);
+        let left = bound.map(|bound| bound.saturating_sub(arrived_age));
         Lifetime {
-            fresh: bound.map_or(config.ttl, |bound| bound.min(config.ttl)),
+            fresh: left.map_or(config.ttl, |left| left.min(config.ttl)),
+            arrived_age,
             stale: if revalidate {
                 Duration::ZERO
             } else {

@@ -358,23 +358,36 @@ fn the_sites_freshness_bounds_the_lifetime() {
         // No stale copies when the site forbids them.
         (&[("cache-control", "max-age=60, must-revalidate")], 60, 0),
         (&[("cache-control", "Proxy-Revalidate")], 600, 0),
+        // An upstream's Age has run part of the site's bound already.
+        (&[("cache-control", "max-age=60"), ("age", "50")], 10, DAY),
+        (&[("cache-control", "max-age=60"), ("age", "70")], 0, DAY),
+        (
+            &[("expires", IN_60S), ("date", DATE), ("age", "20")],
+            40,
+            DAY,
+        ),
+        (&[("age", "50")], 600, DAY),
+        (&[("cache-control", "max-age=60"), ("age", "soon")], 60, DAY),
     ];
     let received =
         SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000) + Duration::from_secs(5);
     for (pairs, fresh, stale) in cases {
         let got = Lifetime::of(&headers(pairs), received, &config());
-        let want = Lifetime {
-            fresh: Duration::from_secs(*fresh),
-            stale: Duration::from_secs(*stale),
-        };
-        assert_eq!(got, want, "{pairs:?}");
+        let want = (Duration::from_secs(*fresh), Duration::from_secs(*stale));
+        assert_eq!((got.fresh, got.stale), want, "{pairs:?}");
     }
+    let aged = Lifetime::of(
+        &headers(&[("cache-control", "max-age=60"), ("age", " 50 ")]),
+        received,
+        &config(),
+    );
+    assert_eq!(aged.arrived_age, Duration::from_secs(50));
 }
 
 /// An answer the site says is fresh for 60 s is served fresh until then,
 /// then stale (only in place of an error) for `max_stale`; a zero
 /// lifetime is not kept at all; `must-revalidate` has no stale window.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_entry_lives_as_long_as_its_site_says() {
     let metrics = Metrics::new();
     let cache = Arc::new(BotCache::new(config(), &metrics));
@@ -403,6 +416,22 @@ async fn an_entry_lives_as_long_as_its_site_says() {
         probe(&cache, "/strict", &[], at(61)),
         Probe::Miss(_)
     ));
+    // Arrived 50 s old from a cache behind: fresh 10 s more, and its Age
+    // counts on from 50.
+    filled(
+        &cache,
+        "/aged",
+        200,
+        &[("cache-control", "max-age=60"), ("age", "50")],
+        b"x",
+    )
+    .await;
+    let Probe::Found(entry, Cached::Fresh, _) = probe(&cache, "/aged", &[], at(5)) else {
+        panic!("fresh at 5 s");
+    };
+    let res = cache.respond(&entry, false, &Method::GET, &HeaderMap::new(), at(5));
+    assert_eq!(res.headers()["age"], "55");
+    assert_eq!(probe(&cache, "/aged", &[], at(11)).cached(), Cached::Stale);
     for refused in ["max-age=0", "max-age=never", "s-maxage=0, max-age=60"] {
         let miss = probe(&cache, "/zero", &[], now);
         let pairs = headers(&[("cache-control", refused)]);
