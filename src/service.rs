@@ -717,6 +717,7 @@ async fn forward(
                     }
                 }
                 cache.count_forwarded(&found);
+                let stale = cache::stale_entry(&found).cloned();
                 if let Some(fill) = cache.fill(found, &method, res.status(), res.headers()) {
                     match proxy::fill(res, fill).await {
                         Ok(proxy::Filled::Streaming(streaming)) => res = streaming,
@@ -725,7 +726,18 @@ async fn forward(
                                 Either::Right(Either::Left(http_body_util::Full::new(body)))
                             })
                         }
-                        Err(err) => return failed(shared, &err, pending).0,
+                        // A body read whole failed: as any upstream failure.
+                        Err(err) => {
+                            let (res, side) = failed(shared, &err, pending);
+                            return match (side, stale) {
+                                (Side::Upstream, Some(entry)) => {
+                                    pending.outcome.route = Route::Cache;
+                                    let now = Instant::now();
+                                    cache.respond(&entry, true, &method, &HeaderMap::new(), now)
+                                }
+                                _ => res,
+                            };
+                        }
                     }
                 }
             }

@@ -553,15 +553,17 @@ async fn a_robots_first_answer_carries_the_etag_of_the_cache() {
 }
 
 /// An upstream on a raw socket: reads each request's head and answers
-/// `answer`, then closes the connection, or holds it open (`hold`).
-async fn raw_site(answer: &'static [u8], hold: bool) -> String {
+/// the connection's `answers[n]` (the last one for every later
+/// connection), then closes it, or holds it open (`hold`).
+async fn raw_site(answers: &'static [&'static [u8]], hold: bool) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
-        loop {
+        for n in 0.. {
             let Ok((mut stream, _)) = listener.accept().await else {
                 continue;
             };
+            let answer = answers[n.min(answers.len() - 1)];
             tokio::spawn(async move {
                 let mut head = Vec::new();
                 let mut buf = [0u8; 1024];
@@ -584,17 +586,18 @@ async fn raw_site(answer: &'static [u8], hold: bool) -> String {
 /// A robot's page read whole before it is answered: a body that ends
 /// short of its Content-Length is a 502 and one that stalls past
 /// `limits.upstream_body_idle_timeout` a 504, never a truncated 200;
-/// nothing is kept. A body of unknown length still streams.
+/// nothing is kept. A body of unknown length still streams. A stale copy,
+/// when there is one, stands in for a failed body as for any failure.
 #[tokio::test(start_paused = true)]
 async fn a_body_read_whole_that_fails_is_a_502_or_504() {
     const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b";
     let config = format!("{CONFIG}[limits]\nupstream_body_idle_timeout = \"5s\"\n");
-    let cut = Here::start(&config, &raw_site(SHORT, false).await).await;
+    let cut = Here::start(&config, &raw_site(&[SHORT], false).await).await;
     let res = get(cut.addr, "example.com", "/cut", Some(GOOGLEBOT)).await;
     assert_eq!(res.status, 502, "{}", res.head);
     assert_eq!(res.header("etag"), None);
 
-    let stalled = Here::start(&config, &raw_site(SHORT, true).await).await;
+    let stalled = Here::start(&config, &raw_site(&[SHORT], true).await).await;
     let start = tokio::time::Instant::now();
     let res = get(stalled.addr, "example.com", "/stall", Some(GOOGLEBOT)).await;
     assert_eq!(res.status, 504, "{}", res.head);
@@ -605,7 +608,7 @@ async fn a_body_read_whole_that_fails_is_a_502_or_504() {
 
     const CHUNKED: &[u8] =
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
-    let chunked = Here::start(&config, &raw_site(CHUNKED, false).await).await;
+    let chunked = Here::start(&config, &raw_site(&[CHUNKED], false).await).await;
     let res = get(chunked.addr, "example.com", "/chunked", Some(GOOGLEBOT)).await;
     assert_eq!(res.status, 200);
     assert_eq!(res.header("etag"), None, "streamed: {}", res.head);
@@ -614,4 +617,17 @@ async fn a_body_read_whole_that_fails_is_a_502_or_504() {
     assert_eq!(res.text(), "hello");
     assert!(res.header("age").is_some());
     assert!(res.header("etag").is_some());
+
+    // A stale copy stands in for a body that fails as for any failure.
+    const FRESH_60S: &[u8] =
+        b"HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 5\r\n\r\nhello";
+    let site = raw_site(&[FRESH_60S, SHORT], false).await;
+    let stale = Here::start(&config, &site).await;
+    let res = get(stale.addr, "example.com", "/s", Some(GOOGLEBOT)).await;
+    assert_eq!(res.text(), "hello");
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let res = get(stale.addr, "example.com", "/s", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.text(), "hello");
+    assert_eq!(res.header("age"), Some("61"));
 }
