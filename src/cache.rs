@@ -52,8 +52,8 @@ use std::time::{Duration, SystemTime};
 use bytes::{Bytes, BytesMut};
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, AGE, AUTHORIZATION, CACHE_CONTROL,
-    CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, COOKIE, DATE, ETAG, EXPIRES, LAST_MODIFIED,
-    RANGE, SET_COOKIE, TRANSFER_ENCODING, VARY,
+    CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, COOKIE, DATE, ETAG, EXPIRES, IF_NONE_MATCH,
+    LAST_MODIFIED, RANGE, SET_COOKIE, TRANSFER_ENCODING, VARY,
 };
 use http::{Method, Response, StatusCode, Uri};
 use prometheus_client::metrics::counter::Counter;
@@ -187,6 +187,8 @@ impl Probe {
 pub struct Key {
     hash: u64,
     bytes: Box<[u8]>,
+    /// The request's `If-None-Match`, for the answer to a page read whole.
+    if_none_match: Option<HeaderValue>,
 }
 
 /// The cache, shared by every worker of one configuration.
@@ -278,6 +280,7 @@ impl BotCache {
         let key = || Key {
             hash,
             bytes: parts.join(&0xff_u8).into_boxed_slice(),
+            if_none_match: headers.get(IF_NONE_MATCH).cloned(),
         };
         let Some(entry) = self.store.get(&hash) else {
             return Probe::Miss(key());
@@ -523,6 +526,7 @@ impl Fill {
         let key = Key {
             hash: self.key.hash,
             bytes: std::mem::take(&mut self.key.bytes),
+            if_none_match: None,
         };
         let headers = std::mem::take(&mut self.headers);
         let etag = self.cache.store(
@@ -534,6 +538,38 @@ impl Fill {
             self.lifetime,
         );
         (body, etag)
+    }
+
+    /// Keeps the body read whole ([`Fill::reserve_whole`]) and answers the
+    /// robot that asked, with the response `parts` the upstream sent: the
+    /// body with the `ETag` answers from the cache carry, or `304` when the
+    /// request's `If-None-Match` already names that tag (a robot
+    /// revalidating a page the cache no longer held: expired, evicted, or
+    /// emptied by a reload; the site was asked, the robot gets no body).
+    pub fn answer_whole(mut self, mut parts: http::response::Parts) -> Response<Bytes> {
+        let asked = self.key.if_none_match.take();
+        let (body, etag) = self.finish();
+        let Some(etag) = etag else {
+            return Response::from_parts(parts, body);
+        };
+        parts.headers.insert(ETAG, etag.clone());
+        let revalidated = asked.is_some_and(|asked| {
+            let mut request = HeaderMap::with_capacity(1);
+            request.insert(IF_NONE_MATCH, asked);
+            not_modified(&request, Some(&etag), None, SystemTime::now())
+        });
+        if !revalidated {
+            return Response::from_parts(parts, body);
+        }
+        let mut kept = HeaderMap::new();
+        for name in NOT_MODIFIED_FIELDS {
+            for value in parts.headers.get_all(&name) {
+                kept.append(name.clone(), value.clone());
+            }
+        }
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers = kept;
+        Response::from_parts(parts, Bytes::new())
     }
 }
 

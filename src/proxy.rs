@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, ETAG, FORWARDED, HOST,
-    TE, TRAILER, TRANSFER_ENCODING, UPGRADE,
+    HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, FORWARDED, HOST, TE,
+    TRAILER, TRANSFER_ENCODING, UPGRADE,
 };
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, Version};
@@ -1071,7 +1071,8 @@ impl ResponseBody {
 pub enum Filled {
     /// Streaming to the robot, copied as it passes.
     Streaming(Response<ResponseBody>),
-    /// Read whole, with the `ETag` the cache answers with.
+    /// Read whole, with the `ETag` the cache answers with (or `304` when
+    /// the robot's `If-None-Match` names it: [`Fill::answer_whole`]).
     Whole(Response<Bytes>),
 }
 
@@ -1095,7 +1096,7 @@ pub async fn fill(mut res: Response<ResponseBody>, mut fill: Fill) -> Result<Fil
         }
     };
     use http_body_util::BodyExt;
-    let (mut parts, body) = res.into_parts();
+    let (parts, body) = res.into_parts();
     let mut body = std::pin::pin!(body);
     let mut read = 0usize;
     while let Some(frame) = body.frame().await {
@@ -1119,11 +1120,7 @@ pub async fn fill(mut res: Response<ResponseBody>, mut fill: Fill) -> Result<Fil
             "body shorter than its Content-Length".into(),
         ));
     }
-    let (body, etag) = fill.finish();
-    if let Some(etag) = etag {
-        parts.headers.insert(ETAG, etag);
-    }
-    Ok(Filled::Whole(Response::from_parts(parts, body)))
+    Ok(Filled::Whole(fill.answer_whole(parts)))
 }
 
 /// Keeps a filled body in the robots cache.

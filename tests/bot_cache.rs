@@ -474,6 +474,50 @@ async fn a_page_is_kept_no_longer_than_the_site_says() {
     assert_eq!(site.seen(target, GOOGLEBOT), 2);
 }
 
+/// A robot revalidating a page the cache no longer holds (past its
+/// `max-age` here) with the ETag of its first answer gets `304`: the site
+/// is asked, the body it sends is the same, so its tag is too; another
+/// tag gets the page.
+#[tokio::test(start_paused = true)]
+async fn a_robot_revalidating_an_expired_page_gets_304_after_the_site_is_asked() {
+    let site = Site::start().await;
+    let here = Here::start(CONFIG, &site.url()).await;
+    let target = "/again?cache-control=max-age=60";
+    let first = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let revalidate = format!("If-None-Match: {etag}\r\n");
+    let res = request(
+        here.addr,
+        "GET",
+        "example.com",
+        target,
+        Some(GOOGLEBOT),
+        &revalidate,
+    )
+    .await;
+    assert_eq!(res.status, 304, "{}", res.head);
+    assert!(res.body.is_empty());
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    assert_eq!(res.header("age"), None, "from the site");
+    assert_eq!(res.header("content-length"), None, "{}", res.head);
+    assert_eq!(site.seen(target, GOOGLEBOT), 2);
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let other = "If-None-Match: \"other\"\r\n";
+    let res = request(
+        here.addr,
+        "GET",
+        "example.com",
+        target,
+        Some(GOOGLEBOT),
+        other,
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    assert_eq!(site.seen(target, GOOGLEBOT), 3);
+}
+
 /// Past the site's `max-age` the copy is stale: it stands in when the
 /// site fails; with `must-revalidate` it does not (the site's error is
 /// passed on).
