@@ -9,23 +9,33 @@
 //!
 //! * **Requests** that may use it ([`BotCache::probe`]): a robot's `GET`
 //!   or `HEAD` without `Cookie`, `Authorization`, `Range` or a body.
-//! * **Responses** that are kept ([`storable`]): `200`, `301`, `404`,
-//!   `410` to such a `GET`, without `Set-Cookie`, not marked `private`,
-//!   `no-store`, `no-cache` or `max-age=0`/`s-maxage=0`, with no `Vary`
-//!   other than
+//! * **Responses** that are kept ([`storable`], [`Lifetime::of`]):
+//!   `200`, `301`, `404`, `410` to such a `GET`, without `Set-Cookie`, not
+//!   marked `private`, `no-store` or `no-cache`, with no `Vary` other than
 //!   `Accept-Encoding` (the request's `Accept-Encoding` is part of the key),
-//!   complete, and at most `max_item` bytes. A response is kept only once
-//!   its whole body has passed (the body is copied as it streams to the
-//!   robot that asked, [`Fill`]); a body cut short is never kept.
+//!   fresh for some time by the site's own headers, complete, and at most
+//!   `max_item` bytes. A response is kept only once its whole body has
+//!   passed (the body is copied as it streams to the robot that asked,
+//!   [`Fill`]); a body cut short is never kept.
+//! * **How long**: fresh for `ttl`, or less when the site says so
+//!   (`s-maxage`, else `max-age`, else `Expires` minus `Date`; a bound
+//!   that cannot be read counts as zero: not kept); see [`Lifetime::of`].
 //! * **Answers** from it carry `Age`; a `200` entry has a strong `ETag`
-//!   (the upstream's, or one computed from the body) and answers a
-//!   matching `If-None-Match` or `If-Modified-Since` with `304`.
+//!   (the upstream's, or one computed from the body, [`entity_tag`]) and
+//!   answers a matching `If-None-Match` or `If-Modified-Since` with `304`.
+//! * **A robot's first answer** of a page that will be kept, a `200`
+//!   without the site's `ETag` whose `Content-Length` fits `max_item`, is
+//!   read whole before it is sent ([`Fill::reserve_whole`]), and carries
+//!   the same `ETag` as the later answers from the cache; so the robot's
+//!   next visit can be a `304`. Everything else streams.
 //! * **Copies in progress** are bounded too: the bodies being copied at
 //!   one moment may not pass a quarter of `size` (past it, a fill is
 //!   dropped and that answer is simply not kept).
-//! * **Stale copies** (older than `ttl`, younger than `max_stale`) are
+//! * **Stale copies** (past their freshness, for at most `max_stale`) are
 //!   served only instead of an error: while robots are shed, or when the
-//!   upstream fails (no answer, or `500`, `502`, `503`, `504`).
+//!   upstream fails (no answer, or `500`, `502`, `503`, `504`); never
+//!   when the site said `must-revalidate`, `proxy-revalidate` or
+//!   `s-maxage`.
 //!
 //! The store is a concurrent, weight-bounded cache crate (`quick_cache`):
 //! its weight is each entry's bytes (body, headers, key, bookkeeping), so
@@ -42,8 +52,8 @@ use std::time::{Duration, SystemTime};
 use bytes::{Bytes, BytesMut};
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, AGE, AUTHORIZATION, CACHE_CONTROL,
-    CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, COOKIE, DATE, ETAG, EXPIRES, LAST_MODIFIED,
-    RANGE, SET_COOKIE, TRANSFER_ENCODING, VARY,
+    CONTENT_LENGTH, CONTENT_LOCATION, CONTENT_RANGE, COOKIE, DATE, ETAG, EXPIRES, IF_NONE_MATCH,
+    LAST_MODIFIED, RANGE, SET_COOKIE, TRANSFER_ENCODING, VARY,
 };
 use http::{Method, Response, StatusCode, Uri};
 use prometheus_client::metrics::counter::Counter;
@@ -63,7 +73,8 @@ pub struct BotCacheConfig {
     pub size: u64,
     /// Largest response body kept, in bytes.
     pub max_item: u64,
-    /// How long past `ttl` an entry may still stand in for an error.
+    /// How long past its freshness an entry may still stand in for an
+    /// error.
     pub max_stale: Duration,
 }
 
@@ -99,14 +110,29 @@ pub struct Entry {
     body: Bytes,
     etag: Option<HeaderValue>,
     last_modified: Option<SystemTime>,
+    /// When its headers arrived.
     stored: Instant,
+    /// How long it is fresh, and then stale ([`Lifetime`]).
+    lifetime: Lifetime,
     weight: u64,
 }
 
 impl Entry {
-    /// Seconds since it was stored.
+    /// Seconds since its headers arrived.
     fn age(&self, now: Instant) -> Duration {
         now.saturating_duration_since(self.stored)
+    }
+
+    /// Fresh, stale (may stand in for an error) or past use, at `now`.
+    fn state(&self, now: Instant) -> Cached {
+        let age = self.age(now);
+        if age < self.lifetime.fresh {
+            Cached::Fresh
+        } else if age < self.lifetime.fresh.saturating_add(self.lifetime.stale) {
+            Cached::Stale
+        } else {
+            Cached::None
+        }
     }
 }
 
@@ -126,8 +152,8 @@ pub enum Cached {
     None,
     /// A fresh entry.
     Fresh,
-    /// An entry past `ttl` but within `max_stale`: only instead of an
-    /// error.
+    /// An entry past its freshness but within `max_stale`: only instead
+    /// of an error.
     Stale,
 }
 
@@ -161,6 +187,8 @@ impl Probe {
 pub struct Key {
     hash: u64,
     bytes: Box<[u8]>,
+    /// The request's `If-None-Match`, for the answer to a page read whole.
+    if_none_match: Option<HeaderValue>,
 }
 
 /// The cache, shared by every worker of one configuration.
@@ -252,6 +280,7 @@ impl BotCache {
         let key = || Key {
             hash,
             bytes: parts.join(&0xff_u8).into_boxed_slice(),
+            if_none_match: headers.get(IF_NONE_MATCH).cloned(),
         };
         let Some(entry) = self.store.get(&hash) else {
             return Probe::Miss(key());
@@ -259,15 +288,7 @@ impl BotCache {
         if !same_key(&entry.key, &parts) {
             return Probe::Miss(key());
         }
-        let age = entry.age(now);
-        let cached = if age < self.config.ttl {
-            Cached::Fresh
-        } else if age < self.config.ttl + self.config.max_stale {
-            Cached::Stale
-        } else {
-            Cached::None
-        };
-        match cached {
+        match entry.state(now) {
             Cached::None => Probe::Miss(key()),
             Cached::Fresh => Probe::Found(entry, Cached::Fresh, None),
             Cached::Stale => Probe::Found(entry, Cached::Stale, Some(key())),
@@ -294,7 +315,8 @@ impl BotCache {
         headers: &HeaderMap,
         now: Instant,
     ) -> Response<Body> {
-        let age = HeaderValue::from(entry.age(now).as_secs());
+        let age = entry.lifetime.arrived_age.saturating_add(entry.age(now));
+        let age = HeaderValue::from(age.as_secs());
         if stale {
             self.stale.inc();
         } else {
@@ -334,7 +356,8 @@ impl BotCache {
     }
 
     /// A fill for the upstream's answer `res` to a robot's GET that
-    /// missed (`probe`), when the answer may be kept.
+    /// missed (`probe`), when the answer may be kept: [`storable`], and
+    /// fresh for some time by its own headers ([`Lifetime::of`]).
     pub fn fill(
         self: &Arc<Self>,
         probe: Probe,
@@ -349,24 +372,40 @@ impl BotCache {
         if method != Method::GET || !storable(status, headers, self.config.max_item) {
             return None;
         }
+        let lifetime = Lifetime::of(headers, SystemTime::now(), &self.config);
+        if lifetime.fresh.is_zero() {
+            return None;
+        }
         Some(Fill {
             cache: Arc::clone(self),
             key,
             status,
             headers: headers.clone(),
             body: BytesMut::new(),
+            counted: 0,
+            received: Instant::now(),
+            lifetime,
         })
     }
 
-    fn store(&self, key: Key, status: StatusCode, mut headers: HeaderMap, body: Bytes) {
+    /// Keeps `body`; returns the `ETag` the entry answers with.
+    fn store(
+        &self,
+        key: Key,
+        status: StatusCode,
+        mut headers: HeaderMap,
+        body: Bytes,
+        received: Instant,
+        lifetime: Lifetime,
+    ) -> Option<HeaderValue> {
         headers.remove(AGE);
         headers.remove(TRANSFER_ENCODING);
         headers.remove(CONTENT_LENGTH);
-        let mut etag = headers.get(ETAG).cloned();
-        if etag.is_none() && status == StatusCode::OK {
-            let tag = etag_of(&body);
-            headers.insert(ETAG, tag.clone());
-            etag = Some(tag);
+        let etag = entity_tag(status, &headers, &body);
+        if let Some(tag) = &etag {
+            if !headers.contains_key(ETAG) {
+                headers.insert(ETAG, tag.clone());
+            }
         }
         let last_modified = headers
             .get(LAST_MODIFIED)
@@ -383,9 +422,10 @@ impl BotCache {
             status,
             headers,
             body,
-            etag,
+            etag: etag.clone(),
             last_modified,
-            stored: Instant::now(),
+            stored: received,
+            lifetime,
             weight,
         };
         self.store.insert(key.hash, Arc::new(entry));
@@ -393,6 +433,7 @@ impl BotCache {
             .set(i64::try_from(self.store.weight()).unwrap_or(i64::MAX));
         self.entries
             .set(i64::try_from(self.store.len()).unwrap_or(i64::MAX));
+        etag
     }
 
     /// What the store holds, in bytes of weight (for tests and metrics).
@@ -401,8 +442,9 @@ impl BotCache {
     }
 }
 
-/// The upstream's answer to a robot's GET, copied as it streams; kept when
-/// the body ends complete within `max_item`.
+/// The upstream's answer to a robot's GET, copied as it streams (or read
+/// whole, [`Fill::reserve_whole`]); kept when the body ends complete
+/// within `max_item`.
 #[derive(Debug)]
 pub struct Fill {
     cache: Arc<BotCache>,
@@ -410,6 +452,11 @@ pub struct Fill {
     status: StatusCode,
     headers: HeaderMap,
     body: BytesMut,
+    /// Bytes this fill counts in the cache's copies in progress.
+    counted: u64,
+    /// When the headers arrived: the entry's age counts from then.
+    received: Instant,
+    lifetime: Lifetime,
 }
 
 impl Fill {
@@ -418,31 +465,111 @@ impl Fill {
     /// `size` (the fill is then dropped: many robots downloading at once
     /// cannot make the copies outgrow the cache).
     pub fn push(&mut self, data: &[u8]) -> bool {
-        let len = data.len() as u64;
-        if self.body.len() as u64 + len > self.cache.config.max_item {
-            return false;
-        }
-        let filling = &self.cache.filling;
-        if filling.fetch_add(len, Ordering::Relaxed) + len > self.cache.config.size / 4 {
-            filling.fetch_sub(len, Ordering::Relaxed);
+        let after = self.body.len() as u64 + data.len() as u64;
+        if after > self.cache.config.max_item || !self.count(after) {
             return false;
         }
         self.body.extend_from_slice(data);
         true
     }
 
-    /// The body ended complete: keep it.
-    pub fn finish(mut self) {
+    /// Counts the copy as `len` bytes among the copies in progress (it
+    /// may already count as much); `false` if that would pass a quarter
+    /// of `size`.
+    fn count(&mut self, len: u64) -> bool {
+        let Some(extra) = len.checked_sub(self.counted).filter(|&n| n > 0) else {
+            return true;
+        };
+        let filling = &self.cache.filling;
+        if filling.fetch_add(extra, Ordering::Relaxed) + extra > self.cache.config.size / 4 {
+            filling.fetch_sub(extra, Ordering::Relaxed);
+            return false;
+        }
+        self.counted = len;
+        true
+    }
+
+    /// Whether the body should be read whole before the robot is
+    /// answered, so that its first answer already carries the `ETag` the
+    /// cache answers with later (and its next visit can be a `304`): a
+    /// `200` without the site's own `ETag`, whose `Content-Length` fits
+    /// `max_item` and, counted at once, the copies in progress. Then the
+    /// declared length (the body is being copied anyway, and robots do
+    /// not render as it arrives); otherwise `None`, and the body streams.
+    pub fn reserve_whole(&mut self) -> Option<usize> {
+        if self.status != StatusCode::OK || self.headers.contains_key(ETAG) {
+            return None;
+        }
+        let mut lengths = self.headers.get_all(CONTENT_LENGTH).iter();
+        let (Some(declared), None) = (lengths.next(), lengths.next()) else {
+            return None;
+        };
+        let len = std::str::from_utf8(declared.as_bytes())
+            .ok()?
+            .parse::<u64>()
+            .ok()?;
+        if len > self.cache.config.max_item || !self.count(len) {
+            return None;
+        }
+        let len = usize::try_from(len).ok()?;
+        self.body.reserve(len);
+        Some(len)
+    }
+
+    /// The body ended complete: keep it. Returns the body and the `ETag`
+    /// answers from the cache carry (see [`entity_tag`]).
+    pub fn finish(mut self) -> (Bytes, Option<HeaderValue>) {
         let body = std::mem::take(&mut self.body).freeze();
         self.cache
             .filling
-            .fetch_sub(body.len() as u64, Ordering::Relaxed);
+            .fetch_sub(std::mem::take(&mut self.counted), Ordering::Relaxed);
         let key = Key {
             hash: self.key.hash,
             bytes: std::mem::take(&mut self.key.bytes),
+            if_none_match: None,
         };
         let headers = std::mem::take(&mut self.headers);
-        self.cache.store(key, self.status, headers, body);
+        let etag = self.cache.store(
+            key,
+            self.status,
+            headers,
+            body.clone(),
+            self.received,
+            self.lifetime,
+        );
+        (body, etag)
+    }
+
+    /// Keeps the body read whole ([`Fill::reserve_whole`]) and answers the
+    /// robot that asked, with the response `parts` the upstream sent: the
+    /// body with the `ETag` answers from the cache carry, or `304` when the
+    /// request's `If-None-Match` already names that tag (a robot
+    /// revalidating a page the cache no longer held: expired, evicted, or
+    /// emptied by a reload; the site was asked, the robot gets no body).
+    pub fn answer_whole(mut self, mut parts: http::response::Parts) -> Response<Bytes> {
+        let asked = self.key.if_none_match.take();
+        let (body, etag) = self.finish();
+        let Some(etag) = etag else {
+            return Response::from_parts(parts, body);
+        };
+        parts.headers.insert(ETAG, etag.clone());
+        let revalidated = asked.is_some_and(|asked| {
+            let mut request = HeaderMap::with_capacity(1);
+            request.insert(IF_NONE_MATCH, asked);
+            not_modified(&request, Some(&etag), None, SystemTime::now())
+        });
+        if !revalidated {
+            return Response::from_parts(parts, body);
+        }
+        let mut kept = HeaderMap::new();
+        for name in NOT_MODIFIED_FIELDS {
+            for value in parts.headers.get_all(&name) {
+                kept.append(name.clone(), value.clone());
+            }
+        }
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers = kept;
+        Response::from_parts(parts, Bytes::new())
     }
 }
 
@@ -452,7 +579,17 @@ impl Drop for Fill {
         // its bytes back; a finished one has none left.
         self.cache
             .filling
-            .fetch_sub(self.body.len() as u64, Ordering::Relaxed);
+            .fetch_sub(self.counted, Ordering::Relaxed);
+    }
+}
+
+/// The `ETag` of a kept answer, the one every answer from the cache (and a
+/// robot's first answer read whole) carries: the site's own, or for a
+/// `200` without one a strong tag computed from the body.
+pub fn entity_tag(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Option<HeaderValue> {
+    match headers.get(ETAG) {
+        Some(tag) => Some(tag.clone()),
+        None => (status == StatusCode::OK).then(|| etag_of(body)),
     }
 }
 
@@ -476,25 +613,14 @@ pub fn storable(status: StatusCode, headers: &HeaderMap, max_item: u64) -> bool 
     if headers.contains_key(SET_COOKIE) || headers.contains_key(CONTENT_RANGE) {
         return false;
     }
-    // `private`, `no-store`, `no-cache` (with or without field names), and
-    // a zero lifetime for shared caches (`s-maxage=0`, `max-age=0`): the
-    // site does not want the answer reused.
-    let refused = |value: &HeaderValue| {
-        value.as_bytes().split(|&b| b == b',').any(|directive| {
-            let directive = directive.trim_ascii();
-            let mut halves = directive.splitn(2, |&b| b == b'=');
-            let name = halves.next().unwrap_or(directive).trim_ascii();
-            let zero = halves
-                .next()
-                .is_some_and(|v| matches!(v.trim_ascii(), b"0" | b"\"0\""));
-            let is = |d: &[u8]| name.eq_ignore_ascii_case(d);
-            is(b"private")
-                || is(b"no-store")
-                || is(b"no-cache")
-                || ((is(b"max-age") || is(b"s-maxage")) && zero)
-        })
-    };
-    if headers.get_all(CACHE_CONTROL).iter().any(refused) {
+    // `private`, `no-store`, `no-cache` (with or without field names): the
+    // site does not want the answer reused. (A zero lifetime, `max-age=0`,
+    // is [`Lifetime::of`]'s.)
+    let refused = directives(headers).any(|(name, _)| {
+        let is = |d: &[u8]| name.eq_ignore_ascii_case(d);
+        is(b"private") || is(b"no-store") || is(b"no-cache")
+    });
+    if refused {
         return false;
     }
     let varies_on_more = |value: &HeaderValue| {
@@ -511,6 +637,176 @@ pub fn storable(status: StatusCode, headers: &HeaderMap, max_item: u64) -> bool 
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     declared.is_none_or(|len| len <= max_item)
+}
+
+/// How long a kept answer is served: fresh, then stale (only in place of
+/// an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetime {
+    /// Served as fresh while its age is below this.
+    pub fresh: Duration,
+    /// Then, for this long, it may stand in for an error.
+    pub stale: Duration,
+    /// The age it had when it arrived (the upstream's `Age`, when a cache
+    /// behind crawlgate answered): added to the `Age` of answers from it.
+    pub arrived_age: Duration,
+}
+
+/// The longest lifetime a `delta-seconds` value stands for (RFC 9111
+/// §1.2.2: a larger one counts as 2^31 seconds).
+const DELTA_SECONDS_MAX: u64 = 1 << 31;
+
+impl Lifetime {
+    /// The lifetime of an answer with `headers`, received at `received`
+    /// (the wall clock, for an `Expires` without a usable `Date`), under
+    /// `config`.
+    ///
+    /// Fresh for `ttl`, or less when the site says so (RFC 9111 §4.2.1,
+    /// for a shared cache): `s-maxage`, else `max-age`, else `Expires`
+    /// minus `Date`. A directive given twice counts with its smaller
+    /// value. A bound that cannot be read (`max-age=soon`, `max-age=-1`,
+    /// `Expires: 0`) counts as zero, as RFC 9111 §4.2.1 and §5.3 advise:
+    /// the answer is then not kept at all, which costs the site one
+    /// request per robot visit, as without the cache; treating it as "no
+    /// bound" would instead serve for the whole `ttl` a page whose site
+    /// meant it to expire. A zero lifetime is not kept.
+    ///
+    /// An `Age` from the upstream (a cache behind crawlgate) is time the
+    /// site's bound has already run: it is subtracted from it, and added
+    /// to the `Age` crawlgate sends (an unreadable `Age` counts as none).
+    ///
+    /// Stale for `max_stale` after that, or not at all when the site
+    /// forbids serving it stale: `must-revalidate`, `proxy-revalidate`, or
+    /// `s-maxage` (which implies `proxy-revalidate`, RFC 9111 §5.2.2.10).
+    ///
+    /// Reads the fields in place: no allocation.
+    pub fn of(headers: &HeaderMap, received: SystemTime, config: &BotCacheConfig) -> Lifetime {
+        let mut s_maxage: Option<u64> = None;
+        let mut max_age: Option<u64> = None;
+        let mut revalidate = false;
+        let smaller = |seen: Option<u64>, value: Option<&[u8]>| {
+            let value = value.and_then(delta_seconds).unwrap_or(0);
+            Some(seen.map_or(value, |seen| seen.min(value)))
+        };
+        for (name, value) in directives(headers) {
+            let is = |d: &[u8]| name.eq_ignore_ascii_case(d);
+            if is(b"s-maxage") {
+                s_maxage = smaller(s_maxage, value);
+                revalidate = true;
+            } else if is(b"max-age") {
+                max_age = smaller(max_age, value);
+            } else if is(b"must-revalidate") || is(b"proxy-revalidate") {
+                revalidate = true;
+            }
+        }
+        let bound = match s_maxage.or(max_age) {
+            Some(seconds) => Some(Duration::from_secs(seconds)),
+            None => expires(headers, received),
+        };
+        let arrived_age = headers
+            .get(AGE)
+            .and_then(|age| delta_seconds(age.as_bytes().trim_ascii()))
+            .map_or(Duration::ZERO, Duration::from_secs);
+        let left = bound.map(|bound| bound.saturating_sub(arrived_age));
+        Lifetime {
+            fresh: left.map_or(config.ttl, |left| left.min(config.ttl)),
+            arrived_age,
+            stale: if revalidate {
+                Duration::ZERO
+            } else {
+                config.max_stale
+            },
+        }
+    }
+}
+
+/// `Expires` minus `Date` (or minus `received` when `Date` is missing or
+/// unreadable); zero for an `Expires` that cannot be read or is not later;
+/// `None` without `Expires`. Given twice, the earlier counts.
+fn expires(headers: &HeaderMap, received: SystemTime) -> Option<Duration> {
+    let date = |value: &HeaderValue| {
+        std::str::from_utf8(value.as_bytes())
+            .ok()
+            .and_then(|text| httpdate::parse_http_date(text.trim()).ok())
+    };
+    let mut all = headers.get_all(EXPIRES).iter().peekable();
+    all.peek()?;
+    let since = headers.get(DATE).and_then(date).unwrap_or(received);
+    let lifetimes = all.map(|value| {
+        date(value)
+            .and_then(|at| at.duration_since(since).ok())
+            .unwrap_or(Duration::ZERO)
+    });
+    lifetimes.min()
+}
+
+/// A `delta-seconds` argument (digits, or digits in quotes, which
+/// recipients accept, RFC 9111 §5.2); at most [`DELTA_SECONDS_MAX`];
+/// `None` when it is not one.
+fn delta_seconds(value: &[u8]) -> Option<u64> {
+    let digits = value
+        .strip_prefix(b"\"")
+        .and_then(|v| v.strip_suffix(b"\""))
+        .unwrap_or(value);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(digits.iter().fold(0u64, |n, &d| {
+        (n * 10 + u64::from(d - b'0')).min(DELTA_SECONDS_MAX)
+    }))
+}
+
+/// The directives of every `Cache-Control` field in `headers`, as
+/// `(name, argument)` with spaces trimmed (a name is compared without
+/// regard to case); commas inside a quoted argument do not split.
+fn directives(headers: &HeaderMap) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+    headers
+        .get_all(CACHE_CONTROL)
+        .iter()
+        .flat_map(|value| Directives {
+            rest: value.as_bytes(),
+        })
+}
+
+/// The directives of one `Cache-Control` value, see [`directives`].
+struct Directives<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Directives<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            // The end of this directive: the first comma outside quotes.
+            let mut quoted = false;
+            let mut escaped = false;
+            let mut end = self.rest.len();
+            for (i, &b) in self.rest.iter().enumerate() {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' if quoted => escaped = true,
+                    b'"' => quoted = !quoted,
+                    b',' if !quoted => {
+                        end = i;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            let directive = &self.rest[..end];
+            self.rest = self.rest.get(end + 1..).unwrap_or(&[]);
+            let mut halves = directive.splitn(2, |&b| b == b'=');
+            let name = halves.next().unwrap_or(directive).trim_ascii();
+            if name.is_empty() {
+                continue;
+            }
+            return Some((name, halves.next().map(<[u8]>::trim_ascii)));
+        }
+    }
 }
 
 /// Whether `stored` is `parts` joined by `0xff`.

@@ -1,10 +1,13 @@
 //! Forwarding to the upstream: a pooled keep-alive client, header rewriting,
 //! streaming bodies, and upstream failures mapped to 502/504.
 //!
-//! Bodies are never collected: the client's request body is handed to the
+//! Bodies are not collected: the client's request body is handed to the
 //! upstream request as it arrives, and the upstream's response body is
 //! handed back to the client the same way, so memory per request stays a
-//! few buffers whatever the body size. hyper re-frames both messages, which
+//! few buffers whatever the body size. The one exception is a robot's
+//! page the robots cache is about to keep anyway, of a known length within
+//! `bot_cache.max_item` ([`fill`]): it is read whole first, so that its
+//! answer carries the cache's `ETag`. hyper re-frames both messages, which
 //! is why `Transfer-Encoding` and the other hop-by-hop headers are removed
 //! rather than copied.
 
@@ -117,6 +120,14 @@ pub enum ProxyError {
     /// ask to: 502.
     #[error("the upstream answered 101 to a request that asked for no upgrade")]
     UnaskedSwitch,
+    /// The response body, read whole before answering ([`read_whole`]),
+    /// failed (reset, closed before its `Content-Length`): 502.
+    #[error("the upstream response body failed")]
+    Body(#[source] BodyError),
+    /// The response body, read whole before answering, paused longer than
+    /// `limits.upstream_body_idle_timeout`: 504.
+    #[error("the upstream response body stalled for {0:?}")]
+    BodyStalled(Duration),
 }
 
 impl ProxyError {
@@ -130,6 +141,8 @@ impl ProxyError {
             ProxyError::ClientBody(_) => "client-body",
             ProxyError::BodyTooLarge => "body-too-large",
             ProxyError::UnaskedSwitch => "unasked-switch",
+            ProxyError::Body(_) => "body",
+            ProxyError::BodyStalled(_) => "body-timeout",
         }
     }
 }
@@ -163,6 +176,18 @@ impl ProxyError {
                 _ => "exchange failed",
             }),
             ProxyError::UnaskedSwitch => Some("switched protocols unasked"),
+            ProxyError::Body(err) => {
+                let io_kind = std::iter::successors(
+                    Some(&**err as &(dyn std::error::Error + 'static)),
+                    |e| e.source(),
+                )
+                .find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind));
+                Some(match io_kind {
+                    Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
+                    _ => "response body cut short",
+                })
+            }
+            ProxyError::BodyStalled(_) => Some("response body stalled"),
             ProxyError::Target | ProxyError::ClientBody(_) | ProxyError::BodyTooLarge => None,
         }
     }
@@ -933,7 +958,13 @@ impl BodyState {
 }
 
 /// The error a request or response body ends with.
-type BodyError = Box<dyn std::error::Error + Send + Sync>;
+pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The upstream's response body paused longer than
+/// `limits.upstream_body_idle_timeout`.
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream response body stalled for {0:?}")]
+pub struct Stalled(Duration);
 
 /// The client's request body on its way upstream: notes when data last
 /// moved (so the response timeout does not cut off a live upload), counts
@@ -1035,10 +1066,67 @@ impl ResponseBody {
     }
 }
 
+/// A robot's answer being copied into the robots cache.
+#[derive(Debug)]
+pub enum Filled {
+    /// Streaming to the robot, copied as it passes.
+    Streaming(Response<ResponseBody>),
+    /// Read whole, with the `ETag` the cache answers with (or `304` when
+    /// the robot's `If-None-Match` names it: [`Fill::answer_whole`]).
+    Whole(Response<Bytes>),
+}
+
+/// Copies the upstream's answer `res` into the robots cache through
+/// `fill`: read whole first when [`Fill::reserve_whole`] says so and the
+/// body's length is known to be the `Content-Length` it declares, so that
+/// the robot's first answer carries the `ETag` of the cache's later ones
+/// (and its next visit can be a `304`); otherwise copied as it streams.
+///
+/// Read whole, the body's idle timeout applies as when it streams; a body
+/// that fails or ends short is [`ProxyError::Body`] (502) and one that
+/// stalls [`ProxyError::BodyStalled`] (504): never a truncated answer
+/// sent as complete, and nothing kept.
+pub async fn fill(mut res: Response<ResponseBody>, mut fill: Fill) -> Result<Filled, ProxyError> {
+    let declared = res.body().inner.size_hint().exact();
+    let len = match fill.reserve_whole() {
+        Some(len) if declared == Some(len as u64) => len,
+        _ => {
+            res.body_mut().fill(fill);
+            return Ok(Filled::Streaming(res));
+        }
+    };
+    use http_body_util::BodyExt;
+    let (parts, body) = res.into_parts();
+    let mut body = std::pin::pin!(body);
+    let mut read = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| match err.downcast::<Stalled>() {
+            Ok(stalled) => ProxyError::BodyStalled(stalled.0),
+            Err(err) => ProxyError::Body(err),
+        })?;
+        // Trailers (not for a body with a Content-Length) are dropped.
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        read += data.len();
+        // hyper holds the body to its Content-Length, and `len` bytes fit
+        // the fill: a refusal here is a broken promise, not a page.
+        if read > len || !fill.push(&data) {
+            return Err(ProxyError::Body("more body than its Content-Length".into()));
+        }
+    }
+    if read != len {
+        return Err(ProxyError::Body(
+            "body shorter than its Content-Length".into(),
+        ));
+    }
+    Ok(Filled::Whole(fill.answer_whole(parts)))
+}
+
 /// Keeps a filled body in the robots cache.
 fn finish(fill: &mut Option<Box<Fill>>) {
     if let Some(fill) = fill.take() {
-        fill.finish();
+        let _kept = fill.finish();
     }
 }
 
@@ -1078,7 +1166,7 @@ impl Body for ResponseBody {
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => match this.idle.poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err("upstream response body stalled".into()))),
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled(*this.timeout))))),
                 Poll::Pending => Poll::Pending,
             },
         }

@@ -701,22 +701,34 @@ async fn forward(
                     }
                 }
                 cache.count_forwarded(&found);
+                let stale = cache::stale_entry(&found).cloned();
                 if let Some(fill) = cache.fill(found, &method, res.status(), res.headers()) {
-                    res.body_mut().fill(fill);
+                    match proxy::fill(res, fill).await {
+                        Ok(proxy::Filled::Streaming(streaming)) => res = streaming,
+                        Ok(proxy::Filled::Whole(whole)) => {
+                            return whole.map(|body| {
+                                Either::Right(Either::Left(http_body_util::Full::new(body)))
+                            })
+                        }
+                        // A body read whole failed: as any upstream failure.
+                        Err(err) => {
+                            let (res, side) = failed(shared, &err, pending);
+                            return match (side, stale) {
+                                (Side::Upstream, Some(entry)) => {
+                                    pending.outcome.route = Route::Cache;
+                                    let now = Instant::now();
+                                    cache.respond(&entry, true, &method, &HeaderMap::new(), now)
+                                }
+                                _ => res,
+                            };
+                        }
+                    }
                 }
             }
             res.map(Either::Left)
         }
         Err(err) => {
-            let res = error_response(&err);
-            let side = if err.upstream_cause().is_some() {
-                Side::Upstream
-            } else {
-                Side::Client
-            };
-            pending.outcome.error = Some((err.kind(), side));
-            observer.metrics.upstream_error(err.kind(), side);
-            log_upstream_failure(shared, &err, res.status());
+            let (res, side) = failed(shared, &err, pending);
             if let (UaClass::Bot, Side::Upstream, Some(cache)) = (class, side, &shared.bot_cache) {
                 if let Some(entry) = cache::stale_entry(&found) {
                     pending.outcome.route = Route::Cache;
@@ -938,12 +950,27 @@ fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
     }
 }
 
+/// The answer to a forward that failed, counted and logged.
+fn failed(shared: &Shared, err: &ProxyError, pending: &mut Pending) -> (Response<Body>, Side) {
+    let res = error_response(err);
+    let side = if err.upstream_cause().is_some() {
+        Side::Upstream
+    } else {
+        Side::Client
+    };
+    pending.outcome.error = Some((err.kind(), side));
+    shared.observer.metrics.upstream_error(err.kind(), side);
+    log_upstream_failure(shared, err, res.status());
+    (res, side)
+}
+
 fn error_response(err: &ProxyError) -> Response<Body> {
     match err {
-        ProxyError::Connect(_) | ProxyError::Upstream(_) | ProxyError::UnaskedSwitch => {
-            response::bad_gateway()
-        }
-        ProxyError::Timeout(_) => response::gateway_timeout(),
+        ProxyError::Connect(_)
+        | ProxyError::Upstream(_)
+        | ProxyError::UnaskedSwitch
+        | ProxyError::Body(_) => response::bad_gateway(),
+        ProxyError::Timeout(_) | ProxyError::BodyStalled(_) => response::gateway_timeout(),
         ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
         ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
     }

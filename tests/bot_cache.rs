@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use crawlgate::config::Overrides;
+use crawlgate::live::Live;
+use crawlgate::service::{self, ConnInfo};
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -18,6 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use support::{get, metric, request, scrape, Proxy, FIREFOX, GOOGLEBOT};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 /// How the upstream answers.
@@ -391,4 +394,284 @@ async fn a_flood_of_addresses_stays_within_the_size() {
     assert!(bytes >= 524_288.0, "the cache is used: {bytes} bytes");
     assert_eq!(cache_metric(&metrics, "miss"), 2000.0);
     proxy.stop().await;
+}
+
+/// crawlgate's request handling ([`service::handle`], what every worker
+/// runs) served on the test's own runtime, with real sockets on both
+/// sides: [`Proxy`] runs its workers on threads with runtimes of their
+/// own, whose clocks a test cannot pause; this one follows the test's
+/// paused clock (`#[tokio::test(start_paused = true)]`).
+struct Here {
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Here {
+    async fn start(toml: &str, upstream: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("crawlgate.toml");
+        let text = format!("{toml}\n[log]\nfile = \"access.log\"\n[verify]\nenabled = false\n");
+        std::fs::write(&path, text).expect("write config");
+        let overrides = Overrides {
+            upstream: Some(upstream.to_owned()),
+            ..Overrides::default()
+        };
+        let live = Live::start(Some(path), overrides).expect("valid config");
+        let shared = live.shared[0].load_full();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _live = live;
+            loop {
+                let Ok((stream, peer)) = listener.accept().await else {
+                    continue;
+                };
+                let conn = ConnInfo {
+                    peer,
+                    local_port: addr.port(),
+                    scheme: "http",
+                };
+                let shared = Arc::clone(&shared);
+                let service =
+                    service_fn(move |req| service::handle(Arc::clone(&shared), conn, None, req));
+                tokio::spawn(async move {
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Self { addr, _dir: dir }
+    }
+}
+
+/// A page the site says is fresh for 60 s (`max-age=60`, below the
+/// configured 10 minutes) is answered from the cache at 30 s and fetched
+/// from the site again at 61 s (it was served at `age: 64` before).
+#[tokio::test(start_paused = true)]
+async fn a_page_is_kept_no_longer_than_the_site_says() {
+    let site = Site::start().await;
+    let here = Here::start(CONFIG, &site.url()).await;
+    let target = "/fresh?cache-control=max-age=60";
+    let first = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.header("age"), None, "from the site");
+
+    tokio::time::advance(Duration::from_secs(30)).await;
+    let cached = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    assert_eq!(cached.header("age"), Some("30"), "{}", cached.head);
+    assert_eq!(site.seen(target, GOOGLEBOT), 1);
+
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let again = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.header("age"), None, "from the site: {}", again.head);
+    assert_eq!(site.seen(target, GOOGLEBOT), 2);
+    // Kept again, for another 60 s.
+    tokio::time::advance(Duration::from_secs(59)).await;
+    let cached = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    assert_eq!(cached.header("age"), Some("59"), "{}", cached.head);
+    assert_eq!(site.seen(target, GOOGLEBOT), 2);
+}
+
+/// A robot revalidating a page the cache no longer holds (past its
+/// `max-age` here) with the ETag of its first answer gets `304`: the site
+/// is asked, the body it sends is the same, so its tag is too; another
+/// tag gets the page.
+#[tokio::test(start_paused = true)]
+async fn a_robot_revalidating_an_expired_page_gets_304_after_the_site_is_asked() {
+    let site = Site::start().await;
+    let here = Here::start(CONFIG, &site.url()).await;
+    let target = "/again?cache-control=max-age=60";
+    let first = get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    let etag = first.header("etag").expect("an ETag").to_owned();
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let revalidate = format!("If-None-Match: {etag}\r\n");
+    let res = request(
+        here.addr,
+        "GET",
+        "example.com",
+        target,
+        Some(GOOGLEBOT),
+        &revalidate,
+    )
+    .await;
+    assert_eq!(res.status, 304, "{}", res.head);
+    assert!(res.body.is_empty());
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    assert_eq!(res.header("age"), None, "from the site");
+    assert_eq!(res.header("content-length"), None, "{}", res.head);
+    assert_eq!(site.seen(target, GOOGLEBOT), 2);
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let other = "If-None-Match: \"other\"\r\n";
+    let res = request(
+        here.addr,
+        "GET",
+        "example.com",
+        target,
+        Some(GOOGLEBOT),
+        other,
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.header("etag"), Some(etag.as_str()));
+    assert_eq!(site.seen(target, GOOGLEBOT), 3);
+}
+
+/// Past the site's `max-age` the copy is stale: it stands in when the
+/// site fails; with `must-revalidate` it does not (the site's error is
+/// passed on).
+#[tokio::test(start_paused = true)]
+async fn a_stale_copy_past_max_age_stands_in_unless_the_site_forbids_it() {
+    let site = Site::start().await;
+    let here = Here::start(CONFIG, &site.url()).await;
+    let lenient = "/lenient?cache-control=max-age=60";
+    let strict = "/strict?cache-control=max-age=60,must-revalidate";
+    for target in [lenient, strict] {
+        get(here.addr, "example.com", target, Some(GOOGLEBOT)).await;
+    }
+    tokio::time::advance(Duration::from_secs(61)).await;
+    site.set(FAILING);
+    let res = get(here.addr, "example.com", lenient, Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.header("age"), Some("61"));
+    let res = get(here.addr, "example.com", strict, Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 503, "{}", res.head);
+}
+
+/// A robot's first GET of a page the site sends without an ETag (but with
+/// its length) already carries the ETag the cache answers with, so its
+/// next visit, `If-None-Match` with it, is a 304 from the cache; a human's
+/// GET streams with no ETag added; the site's own ETag is passed as is.
+#[tokio::test]
+async fn a_robots_first_answer_carries_the_etag_of_the_cache() {
+    let site = Site::start().await;
+    let proxy = proxy(&site, CONFIG).await;
+    let addr = proxy.addr;
+
+    let first = get(addr, "example.com", "/first", Some(GOOGLEBOT)).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(first.text(), "page /first");
+    assert_eq!(first.header("age"), None, "from the site");
+    assert_eq!(first.header("content-length"), Some("11"));
+    let etag = first.header("etag").expect("an ETag on the first answer");
+    let computed = crawlgate::validators::etag_of(b"page /first");
+    assert_eq!(etag, computed.to_str().expect("ascii"));
+    let res = request(
+        addr,
+        "GET",
+        "example.com",
+        "/first",
+        Some(GOOGLEBOT),
+        &format!("If-None-Match: {etag}\r\n"),
+    )
+    .await;
+    assert_eq!(res.status, 304, "{}", res.head);
+    assert_eq!(res.header("etag"), Some(etag));
+    assert!(res.header("age").is_some(), "from the cache");
+    assert_eq!(site.seen("/first", GOOGLEBOT), 1);
+
+    // A human: streamed, nothing added.
+    let human = get(addr, "example.com", "/first", Some(FIREFOX)).await;
+    assert_eq!(human.text(), "page /first");
+    assert_eq!(human.header("etag"), None, "{}", human.head);
+    // The site's own ETag is passed unchanged, alone.
+    let res = get(addr, "example.com", "/own?etag=v1", Some(GOOGLEBOT)).await;
+    let sent: Vec<&str> = res
+        .head
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("etag:"))
+        .collect();
+    assert_eq!(sent, ["etag: \"v1\""], "{}", res.head);
+    // Streamed as before, no ETag added: not kept (private), too big
+    // for max_item, or a status the cache gives no ETag.
+    for target in [
+        "/private?cache-control=private",
+        "/big?size=2000000",
+        "/missing?status=404",
+    ] {
+        let res = get(addr, "example.com", target, Some(GOOGLEBOT)).await;
+        assert_eq!(res.header("etag"), None, "{target}: {}", res.head);
+    }
+    proxy.stop().await;
+}
+
+/// An upstream on a raw socket: reads each request's head and answers
+/// the connection's `answers[n]` (the last one for every later
+/// connection), then closes it, or holds it open (`hold`).
+async fn raw_site(answers: &'static [&'static [u8]], hold: bool) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        for n in 0.. {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let answer = answers[n.min(answers.len() - 1)];
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(answer).await;
+                if hold {
+                    std::future::pending::<()>().await;
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A robot's page read whole before it is answered: a body that ends
+/// short of its Content-Length is a 502 and one that stalls past
+/// `limits.upstream_body_idle_timeout` a 504, never a truncated 200;
+/// nothing is kept. A body of unknown length still streams. A stale copy,
+/// when there is one, stands in for a failed body as for any failure.
+#[tokio::test(start_paused = true)]
+async fn a_body_read_whole_that_fails_is_a_502_or_504() {
+    const SHORT: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b";
+    let config = format!("{CONFIG}[limits]\nupstream_body_idle_timeout = \"5s\"\n");
+    let cut = Here::start(&config, &raw_site(&[SHORT], false).await).await;
+    let res = get(cut.addr, "example.com", "/cut", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 502, "{}", res.head);
+    assert_eq!(res.header("etag"), None);
+
+    let stalled = Here::start(&config, &raw_site(&[SHORT], true).await).await;
+    let start = tokio::time::Instant::now();
+    let res = get(stalled.addr, "example.com", "/stall", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 504, "{}", res.head);
+    assert!(start.elapsed() >= Duration::from_secs(5));
+    // Nothing was kept: asked again, the same.
+    let res = get(stalled.addr, "example.com", "/stall", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 504, "{}", res.head);
+
+    const CHUNKED: &[u8] =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    let chunked = Here::start(&config, &raw_site(&[CHUNKED], false).await).await;
+    let res = get(chunked.addr, "example.com", "/chunked", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("etag"), None, "streamed: {}", res.head);
+    // Kept as it streamed: the cache's answer has the tag.
+    let res = get(chunked.addr, "example.com", "/chunked", Some(GOOGLEBOT)).await;
+    assert_eq!(res.text(), "hello");
+    assert!(res.header("age").is_some());
+    assert!(res.header("etag").is_some());
+
+    // A stale copy stands in for a body that fails as for any failure.
+    const FRESH_60S: &[u8] =
+        b"HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\nContent-Length: 5\r\n\r\nhello";
+    let site = raw_site(&[FRESH_60S, SHORT], false).await;
+    let stale = Here::start(&config, &site).await;
+    let res = get(stale.addr, "example.com", "/s", Some(GOOGLEBOT)).await;
+    assert_eq!(res.text(), "hello");
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let res = get(stale.addr, "example.com", "/s", Some(GOOGLEBOT)).await;
+    assert_eq!(res.status, 200, "{}", res.head);
+    assert_eq!(res.text(), "hello");
+    assert_eq!(res.header("age"), Some("61"));
 }
