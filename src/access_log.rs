@@ -174,6 +174,11 @@ impl Writer {
                             Msg::Line(line) => self.format(&line),
                             Msg::Reopen => self.reopen_file(),
                         }
+                        // A reopen that found the queue full: the queue may
+                        // not empty while the load lasts, so not after it.
+                        if self.reopen.swap(false, Ordering::AcqRel) {
+                            self.reopen_file();
+                        }
                         if self.buf.len() >= 256 * 1024 {
                             self.flush();
                         }
@@ -466,25 +471,9 @@ mod tests {
     /// or once a second).
     #[test]
     fn a_line_queued_after_a_reopen_goes_to_the_new_file() {
-        use crate::classify::Classifier;
-        use crate::config::{RedirectConfig, Spoofed};
         use crate::observe::{RequestLine, Route};
-        use crate::rules::RuleLists;
 
-        let policy = Arc::new(Policy {
-            classifier: Classifier::new(&RuleLists::embedded()).expect("rules"),
-            blocked_params: vec!["do".into()],
-            redirect: RedirectConfig {
-                https: None,
-                www: crate::canonical::WwwMode::Apex,
-                strip_www_path: true,
-                hosts: Vec::new(),
-            },
-            shed: None,
-            spoofed: Spoofed::Log,
-            ai: None,
-            sitemaps: false,
-        });
+        let policy = Arc::new(crate::policy::test_policy());
         let line = |path: &str| Outcome {
             request: Some(Box::new(RequestLine {
                 time: SystemTime::now(),

@@ -56,15 +56,20 @@ pub struct Loaded {
 /// opened or created; the state built reports to `observer`. Nothing is
 /// created or written: what start-up and a reload do after it,
 /// [`prepare`] and the log's opening, cannot fail on what it checked.
+///
+/// `for_start`: the access-log file is checked too. A reload passes
+/// `false`: it keeps the log the process opened (`log.file` needs a
+/// restart), so a log folder that changed since is no reason to refuse it.
 pub fn load(
     path: Option<&Path>,
     overrides: &Overrides,
     observer: &Arc<Observer>,
+    for_start: bool,
 ) -> Result<Loaded, LoadError> {
     let config = Config::load(path, overrides)?;
     let shared = Shared::new(&config, Arc::clone(observer))
         .map_err(|err| setup_error(err, path, overrides))?;
-    if let Some(file) = &config.restart.log_file {
+    if let (true, Some(file)) = (for_start, &config.restart.log_file) {
         check_file_writable(file).map_err(|why| in_file(path, "log.file", why))?;
     }
     if let Some(dir) = config.verify.as_ref().and_then(|v| v.state_dir.as_ref()) {
@@ -288,7 +293,7 @@ impl Live {
             config,
             shared,
             certs,
-        } = load(config_path.as_deref(), &overrides, &observer)?;
+        } = load(config_path.as_deref(), &overrides, &observer, true)?;
         prepare(&config, config_path.as_deref())?;
         observer
             .start_log(config.restart.log_file.as_deref())
@@ -329,7 +334,12 @@ impl Live {
             config,
             shared,
             certs,
-        } = load(self.config_path.as_deref(), &self.overrides, &self.observer)?;
+        } = load(
+            self.config_path.as_deref(),
+            &self.overrides,
+            &self.observer,
+            false,
+        )?;
         prepare(&config, self.config_path.as_deref())?;
         let mut running = self
             .running

@@ -298,7 +298,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
         default_state_dir: systemd_state_dir(),
         ..Overrides::default()
     };
-    match crawlgate::live::load(Some(file), &overrides, &observer) {
+    match crawlgate::live::load(Some(file), &overrides, &observer, true) {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config

@@ -278,6 +278,8 @@ pub struct Health {
     epoch: Instant,
     serving: AtomicBool,
     draining: AtomicBool,
+    /// The drain's grace period is over.
+    closing: AtomicBool,
     /// Milliseconds after `epoch` (+1) of the upstream's last answer; 0 =
     /// never.
     upstream_seen: AtomicU64,
@@ -289,6 +291,7 @@ impl Default for Health {
             epoch: Instant::now(),
             serving: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             upstream_seen: AtomicU64::new(0),
         }
     }
@@ -305,9 +308,16 @@ impl Health {
         self.draining.store(true, Ordering::Release);
     }
 
-    /// Whether a drain has started.
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Acquire)
+    /// A drain's grace period is over: the connections still open are
+    /// being closed.
+    pub fn set_closing(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
+    /// Whether a drain's grace period is over (a request cut off now was
+    /// cut off by crawlgate, not by its client).
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
     }
 
     /// The upstream answered (a response head, or a connection made).
@@ -393,6 +403,16 @@ impl Pending {
         self.record();
     }
 
+    /// Who ended a request cut off now: crawlgate once a drain's grace
+    /// period is over, its client before.
+    fn cut_off_by(&self) -> Side {
+        if self.shared.observer.health.is_closing() {
+            Side::Proxy
+        } else {
+            Side::Client
+        }
+    }
+
     /// Hands the outcome to the observer, once.
     fn record(&mut self) {
         if std::mem::replace(&mut self.done, true) {
@@ -413,11 +433,7 @@ impl Drop for Pending {
         if self.done {
             return;
         }
-        let side = if self.shared.observer.health.is_draining() {
-            Side::Proxy
-        } else {
-            Side::Client
-        };
+        let side = self.cut_off_by();
         self.outcome.error.get_or_insert(("aborted", side));
         self.record();
     }
@@ -431,11 +447,20 @@ pin_project_lite::pin_project! {
         #[pin]
         body: Body,
         pending: Option<Pending>,
+        // The client is owed a body (not a HEAD answer, a 204 or a 304).
+        owed: bool,
     }
 
     impl PinnedDrop for Observed {
         fn drop(this: Pin<&mut Self>) {
-            if let Some(pending) = this.project().pending.take() {
+            let this = this.project();
+            if let Some(mut pending) = this.pending.take() {
+                // Dropped before its end: the response was cut off (its
+                // client left, or a drain's grace period closed it).
+                if *this.owed && !hyper::body::Body::is_end_stream(&*this.body) {
+                    let side = pending.cut_off_by();
+                    pending.outcome.error.get_or_insert(("aborted", side));
+                }
                 pending.finish();
             }
         }
@@ -443,11 +468,13 @@ pin_project_lite::pin_project! {
 }
 
 impl Observed {
-    /// `body`, observed for `pending`.
-    pub fn new(body: Body, pending: Pending) -> Self {
+    /// `body`, observed for `pending`; `owed`: the client is owed a body
+    /// (a response dropped before its end is then logged as cut off).
+    pub fn new(body: Body, pending: Pending, owed: bool) -> Self {
         Self {
             body,
             pending: Some(pending),
+            owed,
         }
     }
 }

@@ -224,27 +224,34 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
     Decision::Forward
 }
 
+/// The embedded rules with the defaults (`do` and `_fid` blocked,
+/// `www.` to the apex, no shedding), for the tests of this module and of
+/// what reads a `Policy`.
+#[cfg(test)]
+pub(crate) fn test_policy() -> Policy {
+    Policy {
+        classifier: Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"),
+        blocked_params: vec!["do".into(), "_fid".into()],
+        redirect: RedirectConfig {
+            https: None,
+            www: crate::canonical::WwwMode::Apex,
+            strip_www_path: true,
+            hosts: Vec::new(),
+        },
+        shed: None,
+        spoofed: Spoofed::Log,
+        ai: None,
+        sitemaps: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::canonical::WwwMode;
-    use crate::rules::RuleLists;
 
     fn policy() -> Policy {
-        Policy {
-            classifier: Classifier::new(&RuleLists::embedded()).expect("rules compile"),
-            blocked_params: vec!["do".into(), "_fid".into()],
-            redirect: RedirectConfig {
-                https: None,
-                www: WwwMode::Apex,
-                strip_www_path: true,
-                hosts: Vec::new(),
-            },
-            shed: None,
-            spoofed: Spoofed::Log,
-            ai: None,
-            sitemaps: false,
-        }
+        test_policy()
     }
 
     /// With a sitemap folder, `GET|HEAD /sitemaps/…` is answered by the

@@ -190,6 +190,7 @@ async fn serve(
         _ = permits.acquire_many(all) => tracing::debug!("all connections drained"),
         () = tokio::time::sleep(grace) => {
             tracing::warn!("grace period over; closing remaining connections");
+            live.load().observer.health.set_closing();
             let _ = phase_tx.send(Phase::Close);
             // Closing is immediate; wait a moment for the tasks to notice.
             let _ = tokio::time::timeout(Duration::from_secs(1), permits.acquire_many(all)).await;

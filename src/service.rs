@@ -425,6 +425,7 @@ pub async fn handle(
 ) -> Result<Response<Observed>, Infallible> {
     let start = Instant::now();
     let version = req.version();
+    let head = req.method() == Method::HEAD;
     let tls = conn.scheme == "https";
     let outcome = Outcome {
         request: shared.access_log.then(|| {
@@ -447,7 +448,14 @@ pub async fn handle(
             .entry(STRICT_TRANSPORT_SECURITY)
             .or_insert_with(|| hsts.clone());
     }
-    Ok(res.map(|body| Observed::new(body, pending)))
+    // A body the client is owed: a HEAD answer or a 204/304 has none,
+    // and hyper drops it unread.
+    let status = res.status();
+    let owed = !head
+        && !status.is_informational()
+        && status != StatusCode::NO_CONTENT
+        && status != StatusCode::NOT_MODIFIED;
+    Ok(res.map(|body| Observed::new(body, pending, owed)))
 }
 
 async fn respond(
@@ -482,6 +490,9 @@ async fn respond(
     // request is forwarded.)
     let user_agent = req.headers().get(USER_AGENT).map(HeaderValue::as_bytes);
     let verdict = shared.policy.classifier.classify(user_agent);
+    // Recorded at once: a request whose client leaves during verification
+    // is logged with its class all the same.
+    pending.outcome.verdict = Some((verdict.class, verdict.reason));
     // A robot that claims a crawler operator is verified before the
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
@@ -544,7 +555,6 @@ async fn respond(
         (decision, found.into_inner())
     };
     let outcome = &mut pending.outcome;
-    outcome.verdict = Some((verdict.class, verdict.reason));
     outcome.identity = identity;
 
     match decision {

@@ -22,24 +22,10 @@ const GOOGLE_LIST: &str =
 /// (list name → path), the others a closed port on loopback, so that
 /// nothing leaves the machine.
 fn lists_toml(files: &[(&str, &Path)]) -> String {
-    let operators = Operators::embedded();
-    let mut out = String::new();
-    for (i, op) in operators.operators.iter().enumerate() {
-        let lists: Vec<_> = operators.lists.iter().filter(|l| l.operator == i).collect();
-        if lists.is_empty() {
-            continue;
-        }
-        out.push_str(&format!("[verify.ranges.{}]\n", op.name));
-        for list in lists {
-            let short = &list.name[op.name.len() + 1..];
-            let source = match files.iter().find(|(name, _)| **name == *list.name) {
-                Some((_, path)) => path.display().to_string(),
-                None => format!("http://127.0.0.1:1/{}.json", list.name),
-            };
-            out.push_str(&format!("{short} = {source:?}\n"));
-        }
-    }
-    out
+    support::ranges_toml(|name| match files.iter().find(|(n, _)| *n == name) {
+        Some((_, path)) => path.display().to_string(),
+        None => format!("http://127.0.0.1:1/{name}.json"),
+    })
 }
 
 fn check(config: &Path, env: &[(&str, &str)]) -> Output {

@@ -369,9 +369,10 @@ async fn the_json_log_has_every_field() {
     proxy.stop().await;
 }
 
-/// Issue 25: a request still waiting for the site when the drain's grace
-/// period ends is cut off, and still has its access-log line: status 0,
-/// nothing sent, `error=aborted error_side=proxy`.
+/// Issue 25: requests still going when the drain's grace period ends are
+/// cut off, and still have their access-log lines: one waiting for the
+/// site with status 0 and nothing sent, one in the middle of its body with
+/// its status and the bytes sent, both `error=aborted error_side=proxy`.
 #[tokio::test]
 async fn a_request_cut_off_by_the_end_of_a_drain_is_logged() {
     let upstream = Upstream::start().await;
@@ -396,21 +397,40 @@ async fn a_request_cut_off_by_the_end_of_a_drain_is_logged() {
     )
     .await
     .expect("write");
+    // A download its client does not read: cut off in the middle.
+    let (_download, first) = support::open_exchange(
+        proxy.addr,
+        b"GET /download?bytes=100000000 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: Mozilla/5.0 x\r\n\r\n",
+    )
+    .await;
+    assert!(first.starts_with(b"HTTP/1.1 200"), "{first:?}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while upstream.requests().is_empty() {
+    while upstream.requests().len() < 2 {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the request reaches the site"
+            "the requests reach the site"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     proxy.stop().await;
-    let lines = log_lines(&log, 1).await;
-    let record: serde_json::Value = serde_json::from_str(&lines[0]).expect("json");
-    assert_eq!(record["path"], "/hold", "{record}");
-    assert_eq!(record["status"], 0, "{record}");
-    assert_eq!(record["bytes_out"], 0, "{record}");
-    assert_eq!(record["error"], "aborted", "{record}");
-    assert_eq!(record["error_side"], "proxy", "{record}");
+    let lines = log_lines(&log, 2).await;
+    let record = |path: &str| -> serde_json::Value {
+        lines
+            .iter()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+            .find(|r| r["path"] == path)
+            .expect("logged")
+    };
+    let held = record("/hold");
+    assert_eq!(held["status"], 0, "{held}");
+    assert_eq!(held["bytes_out"], 0, "{held}");
+    assert_eq!(held["error"], "aborted", "{held}");
+    assert_eq!(held["error_side"], "proxy", "{held}");
+    let cut = record("/download");
+    assert_eq!(cut["status"], 200, "{cut}");
+    let sent = cut["bytes_out"].as_u64().expect("bytes_out");
+    assert!(sent > 0 && sent < 100_000_000, "{cut}");
+    assert_eq!(cut["error"], "aborted", "{cut}");
+    assert_eq!(cut["error_side"], "proxy", "{cut}");
     upstream.release_held();
 }

@@ -183,8 +183,9 @@ async fn shedding_ends_on_an_idle_site_without_requests() {
     let addr = proxy.addr;
     let held = hold_humans(addr, &upstream, 2).await;
     assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
-    release(&upstream, held).await;
+    // Calm begins once the held requests are answered: not before this.
     let calm = Instant::now();
+    release(&upstream, held).await;
     // No request reaches the proxy from here on: only the metrics.
     let level = |scrape: &prometheus_parse::Scrape| metric(scrape, "crawlgate_shed_level", &[]);
     let deadline = calm + Duration::from_secs(10);

@@ -11,7 +11,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
-use crawlgate::verify::Operators;
 use support::{lines, metric, request, scrape, Proxy, Upstream, GOOGLEBOT};
 use tokio::time::{sleep, Instant};
 
@@ -27,24 +26,14 @@ fn config(spoofed: &str, state: &Path, google: &Path) -> String {
          [verify]\ndns = false\nsignatures = false\nspoofed = {spoofed:?}\nstate_dir = {:?}\n",
         state.display()
     );
-    let operators = Operators::embedded();
-    for (i, op) in operators.operators.iter().enumerate() {
-        let lists: Vec<_> = operators.lists.iter().filter(|l| l.operator == i).collect();
-        if lists.is_empty() {
-            continue;
+    out.push_str(&support::ranges_toml(|name| {
+        if name == "google.common-crawlers" {
+            google.display().to_string()
+        } else {
+            // The discard port: nothing listens, the fetch fails.
+            format!("http://127.0.0.1:9/{name}.json")
         }
-        out.push_str(&format!("[verify.ranges.{}]\n", op.name));
-        for list in lists {
-            let short = &list.name[op.name.len() + 1..];
-            let source = if &*list.name == "google.common-crawlers" {
-                google.display().to_string()
-            } else {
-                // The discard port: nothing listens, the fetch fails.
-                format!("http://127.0.0.1:9/{}.json", list.name)
-            };
-            out.push_str(&format!("{short} = {source:?}\n"));
-        }
-    }
+    }));
     out
 }
 

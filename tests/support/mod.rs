@@ -601,3 +601,23 @@ pub fn metric_total(scrape: &prometheus_parse::Scrape, name: &str) -> f64 {
 pub fn data_frame(bytes: Vec<u8>) -> Result<Frame<Bytes>, Infallible> {
     Ok(Frame::data(Bytes::from(bytes)))
 }
+
+/// `[verify.ranges.*]` naming every shipped list (`rules/crawlers.toml`),
+/// each at `source(list name)`: a local file, a loopback server, or a
+/// closed loopback port, so that nothing leaves the machine.
+pub fn ranges_toml(source: impl Fn(&str) -> String) -> String {
+    let operators = crawlgate::verify::Operators::embedded();
+    let mut out = String::new();
+    for (i, op) in operators.operators.iter().enumerate() {
+        let lists: Vec<_> = operators.lists.iter().filter(|l| l.operator == i).collect();
+        if lists.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("[verify.ranges.{}]\n", op.name));
+        for list in lists {
+            let short = &list.name[op.name.len() + 1..];
+            out.push_str(&format!("{short} = {:?}\n", source(&list.name)));
+        }
+    }
+    out
+}
