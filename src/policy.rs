@@ -248,7 +248,6 @@ pub(crate) fn test_policy() -> Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::WwwMode;
 
     fn policy() -> Policy {
         test_policy()
