@@ -1038,7 +1038,7 @@ fn a_missing_range_file_is_a_start_up_error() {
     )
     .expect("write");
     let observer = std::sync::Arc::new(crawlgate::observe::Observer::new());
-    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &observer) {
+    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &observer, true) {
         Ok(_) => panic!("a missing list file is refused"),
         Err(err) => err.to_string(),
     };
