@@ -746,7 +746,7 @@ fn a_missing_sitemap_folder_is_a_start_up_error() {
         .expect("run");
     assert_eq!(out.status.code(), Some(64));
     assert!(
-        text(&out.stderr).contains("sitemap_dir /nonexistent/maps: no such folder"),
+        text(&out.stderr).contains("--sitemap-dir: /nonexistent/maps: no such folder"),
         "{}",
         text(&out.stderr)
     );
