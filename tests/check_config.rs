@@ -28,6 +28,20 @@ fn lists_toml(files: &[(&str, &Path)]) -> String {
     })
 }
 
+/// The real binary with `config` on a free port, with `env`, until it
+/// listens.
+fn start(config: &Path, env: &[(&str, &str)], stderr: Stdio) -> Running {
+    let addr = free_addr();
+    let listen = addr.to_string();
+    let args = [
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--listen",
+        &listen,
+    ];
+    process::start_env(&args, env, addr, stderr)
+}
+
 fn check(config: &Path, env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(BIN);
     command.args(["check-config", config.to_str().expect("utf-8")]);
@@ -202,18 +216,7 @@ fn check_config_creates_nothing_and_start_up_then_does() {
     names.sort();
     assert_eq!(names, ["crawlgate.toml"], "nothing else in the folder");
 
-    let addr = free_addr();
-    let listen = addr.to_string();
-    let mut proxy = process::start(
-        &[
-            "--config",
-            config.to_str().expect("utf-8"),
-            "--listen",
-            &listen,
-        ],
-        addr,
-        Stdio::null(),
-    );
+    let mut proxy = start(&config, &[], Stdio::null());
     assert!(state.is_dir(), "start-up creates the state folder");
     assert!(log.is_file(), "start-up opens the access log");
     proxy.signal("TERM");
@@ -262,19 +265,7 @@ fn the_default_state_dir_follows_systemds_state_directory() {
     assert_eq!(code, Some(64), "{err}");
     assert!(err.contains("verify.state_dir: "), "{err}");
 
-    let addr = free_addr();
-    let listen = addr.to_string();
-    let mut proxy = process::start_env(
-        &[
-            "--config",
-            config.to_str().expect("utf-8"),
-            "--listen",
-            &listen,
-        ],
-        &good,
-        addr,
-        Stdio::null(),
-    );
+    let mut proxy = start(&config, &good, Stdio::null());
     assert!(
         systemd.join("verify").is_dir(),
         "start-up creates $STATE_DIRECTORY/verify"
@@ -316,19 +307,7 @@ fn the_start_up_line_counts_only_saved_copies() {
             ),
         )
         .expect("write");
-        let addr = free_addr();
-        let listen = addr.to_string();
-        let mut proxy = process::start_logging(
-            &[
-                "--config",
-                config.to_str().expect("utf-8"),
-                "--listen",
-                &listen,
-            ],
-            addr,
-            Stdio::piped(),
-            "info",
-        );
+        let mut proxy = start(&config, &[("RUST_LOG", "info")], Stdio::piped());
         proxy.signal("TERM");
         assert!(proxy.wait_exit(Duration::from_secs(15)).success());
         let mut err = String::new();
@@ -377,20 +356,8 @@ async fn a_reload_with_a_malformed_local_list_is_refused() {
     )
     .await;
     let verdict = async |path: &str| {
-        let res = request(
-            proxy.addr,
-            "GET",
-            "example.com",
-            path,
-            Some(GOOGLEBOT),
-            "X-Forwarded-For: 66.249.66.1\r\n",
-        )
-        .await;
-        let seen = upstream
-            .requests()
-            .into_iter()
-            .rev()
-            .find(|r| r.uri == path);
+        let (res, seen) =
+            support::forwarded_for(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, path, "").await;
         let told = seen.and_then(|r| r.header("x-crawler-verified").map(str::to_owned));
         (res.status, told)
     };

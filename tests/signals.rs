@@ -79,12 +79,7 @@ async fn finish_download(mut body: Incoming, mut hasher: Sha256, mut seen: u64) 
 async fn class_of(addr: SocketAddr, upstream: &Upstream, ua: &str) -> String {
     let res = get(addr, "example.test", "/who", Some(ua)).await;
     assert_eq!(res.status, 200, "{}", res.text());
-    let seen = upstream.requests();
-    let last = seen
-        .iter()
-        .rev()
-        .find(|r| r.uri == "/who")
-        .expect("reached");
+    let last = upstream.last("/who").expect("reached");
     last.header("x-crawler").unwrap_or("?").to_owned()
 }
 

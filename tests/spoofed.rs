@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
-use support::{lines, metric, request, scrape, Proxy, Upstream, GOOGLEBOT};
+use support::{forwarded_for, lines, metric, scrape, Proxy, Upstream, GOOGLEBOT};
 use tokio::time::{sleep, Instant};
 
 const GOOGLE_LIST: &[u8] = br#"{"creationTime": "2026-12-01T10:00:00.000000",
@@ -46,21 +46,7 @@ async fn googlebot(
     client: &str,
     path: &str,
 ) -> (u16, Option<String>) {
-    let headers = format!("X-Forwarded-For: {client}\r\n");
-    let res = request(
-        proxy.addr,
-        "GET",
-        "example.com",
-        path,
-        Some(GOOGLEBOT),
-        &headers,
-    )
-    .await;
-    let seen = upstream
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| r.uri == path);
+    let (res, seen) = forwarded_for(proxy, upstream, client, GOOGLEBOT, path, "").await;
     let class = seen.and_then(|r| r.header("x-crawler-class").map(str::to_owned));
     (res.status, class)
 }
@@ -115,10 +101,7 @@ async fn a_spoofed_claim_is_unknown_in_the_header_the_log_and_the_metrics() {
         let (status, class) = googlebot(&proxy, &upstream, "66.249.66.1", &path).await;
         assert_eq!(status, 200);
         let verified = upstream
-            .requests()
-            .iter()
-            .rev()
-            .find(|r| r.uri == path)
+            .last(&path)
             .and_then(|r| r.header("x-crawler-verified").map(str::to_owned));
         if verified.as_deref() == Some("ip") {
             assert_eq!(class.as_deref(), Some("search"));

@@ -23,7 +23,9 @@ use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use support::{lines, metric, request, scrape, Proxy, Raw, Recorded, Upstream, FIREFOX, GOOGLEBOT};
+use support::{
+    forwarded_for, lines, metric, scrape, Proxy, Recorded, Upstream, FIREFOX, GOOGLEBOT,
+};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::time::{sleep, Instant};
 
@@ -255,27 +257,6 @@ fn ranges_toml(server: &ListServer, files: &[(&str, &Path)]) -> String {
     })
 }
 
-/// A GET of a path unique to this call, from `client` (through the
-/// trusted proxy's X-Forwarded-For), as `ua`, with `extra` headers; the
-/// answer and what reached the upstream (if anything did).
-async fn from(
-    proxy: &Proxy,
-    upstream: &Upstream,
-    client: &str,
-    ua: &str,
-    path: &str,
-    extra: &str,
-) -> (Raw, Option<Recorded>) {
-    let headers = format!("X-Forwarded-For: {client}\r\n{extra}");
-    let res = request(proxy.addr, "GET", "example.com", path, Some(ua), &headers).await;
-    let seen = upstream
-        .requests()
-        .into_iter()
-        .rev()
-        .find(|r| r.uri == path);
-    (res, seen)
-}
-
 /// The verdict the upstream was told of a GET of `path` from `client` as
 /// `ua`, forwarded with 200.
 async fn verdict(
@@ -285,7 +266,7 @@ async fn verdict(
     ua: &str,
     path: &str,
 ) -> Option<String> {
-    let (res, seen) = from(proxy, upstream, client, ua, path, "").await;
+    let (res, seen) = forwarded_for(proxy, upstream, client, ua, path, "").await;
     assert_eq!(res.status, 200, "{client} {ua} {path}");
     told(&seen).1
 }
@@ -386,7 +367,8 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
     for (i, &(client, ua, (class, verified))) in cases.iter().enumerate() {
         // The client's own copies of the headers never reach the site.
         let forged = "X-Crawler-Verified: ip\r\nX-Crawler-Class: search\r\n";
-        let (res, seen) = from(&proxy, &upstream, client, ua, &format!("/case{i}"), forged).await;
+        let (res, seen) =
+            forwarded_for(&proxy, &upstream, client, ua, &format!("/case{i}"), forged).await;
         assert_eq!(res.status, 200, "{client} {ua}");
         assert_eq!(told(&seen), pair(class, verified), "{client} {ua}");
     }
@@ -480,7 +462,8 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
         "the file was read again"
     );
     for path in ["/blocked", "/robots.txt"] {
-        let (res, seen) = from(&proxy, &upstream, "203.0.113.9", GOOGLEBOT, path, "").await;
+        let (res, seen) =
+            forwarded_for(&proxy, &upstream, "203.0.113.9", GOOGLEBOT, path, "").await;
         assert_eq!(res.status, 403, "{path}");
         assert!(
             res.text().contains("could not be verified"),
@@ -489,7 +472,7 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
         );
         assert!(seen.is_none(), "never reaches the site");
     }
-    let (res, _) = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/ok", "").await;
+    let (res, _) = forwarded_for(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/ok", "").await;
     assert_eq!(res.status, 200, "the reload kept the loaded list");
     proxy.stop().await;
 
@@ -595,7 +578,8 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
         ("198.51.100.9", GPTBOT, (Some("ai"), Some("unverified"))),
     ];
     for (i, &(client, ua, (class, verified))) in cases.iter().enumerate() {
-        let (res, seen) = from(&proxy, &upstream, client, ua, &format!("/dns{i}"), "").await;
+        let (res, seen) =
+            forwarded_for(&proxy, &upstream, client, ua, &format!("/dns{i}"), "").await;
         assert_eq!(res.status, 200, "{client} {ua}");
         assert_eq!(told(&seen), pair(class, verified), "{client} {ua}");
     }
@@ -613,10 +597,11 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
     // A slow answer: the request goes on unverified after the timeout
     // (measured against a request that needs no DNS, side by side)...
     let started = Instant::now();
-    let _ = from(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/baseline", "").await;
+    let _ = forwarded_for(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/baseline", "").await;
     let baseline = started.elapsed();
     let started = Instant::now();
-    let (res, seen) = from(&proxy, &upstream, "198.51.100.10", GOOGLEBOT, "/slow", "").await;
+    let (res, seen) =
+        forwarded_for(&proxy, &upstream, "198.51.100.10", GOOGLEBOT, "/slow", "").await;
     let waited = started.elapsed();
     assert_eq!(res.status, 200);
     assert_eq!(told(&seen).1.as_deref(), Some("unverified"));
@@ -670,7 +655,7 @@ async fn browsers_never_wait_for_verification() {
     let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
     let started = Instant::now();
     for i in 0..5 {
-        let (res, _) = from(
+        let (res, _) = forwarded_for(
             &proxy,
             &upstream,
             &format!("198.51.100.{i}"),
@@ -690,7 +675,8 @@ async fn browsers_never_wait_for_verification() {
     let asked = tokio::time::timeout(Duration::from_millis(50), silent.recv_from(&mut buf)).await;
     assert!(asked.is_err(), "a browser caused a DNS query");
     let started = Instant::now();
-    let (res, seen) = from(&proxy, &upstream, "198.51.100.77", GOOGLEBOT, "/robot", "").await;
+    let (res, seen) =
+        forwarded_for(&proxy, &upstream, "198.51.100.77", GOOGLEBOT, "/robot", "").await;
     assert_eq!(res.status, 200);
     assert_eq!(told(&seen).1.as_deref(), Some("unverified"));
     assert!(
@@ -720,7 +706,8 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     );
     let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
 
-    let (robots, _) = from(&proxy, &upstream, "20.171.207.3", GPTBOT, "/robots.txt", "").await;
+    let (robots, _) =
+        forwarded_for(&proxy, &upstream, "20.171.207.3", GPTBOT, "/robots.txt", "").await;
     assert_eq!(robots.status, 200, "robots.txt stays readable");
     let body = robots.text();
     assert!(
@@ -752,7 +739,7 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
     ];
     for (i, &(client, ua, status, verified)) in cases.iter().enumerate() {
         let path = format!("/ai{i}");
-        let (res, seen) = from(&proxy, &upstream, client, ua, &path, "").await;
+        let (res, seen) = forwarded_for(&proxy, &upstream, client, ua, &path, "").await;
         assert_eq!(res.status, status, "{client} {ua}");
         if status == 403 {
             assert!(res.text().contains("AI training"), "{}", res.text());
@@ -1007,7 +994,7 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
         ),
     ];
     for (i, (what, ua, headers, want)) in cases.iter().enumerate() {
-        let (res, seen) = from(
+        let (res, seen) = forwarded_for(
             &proxy,
             &upstream,
             "198.51.100.20",

@@ -142,6 +142,12 @@ impl Upstream {
         self.seen.lock().expect("lock").clone()
     }
 
+    /// The last request for `uri` that reached the upstream.
+    pub fn last(&self, uri: &str) -> Option<Recorded> {
+        let seen = self.seen.lock().expect("lock");
+        seen.iter().rev().find(|r| r.uri == uri).cloned()
+    }
+
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -620,4 +626,20 @@ pub fn ranges_toml(source: impl Fn(&str) -> String) -> String {
         }
     }
     out
+}
+
+/// A GET of `path` through `proxy` from `client` (as the trusted proxy's
+/// X-Forwarded-For says), as `ua`, with `extra` header lines; the answer
+/// and the last request for `path` that reached `upstream`, if any did.
+pub async fn forwarded_for(
+    proxy: &Proxy,
+    upstream: &Upstream,
+    client: &str,
+    ua: &str,
+    path: &str,
+    extra: &str,
+) -> (Raw, Option<Recorded>) {
+    let headers = format!("X-Forwarded-For: {client}\r\n{extra}");
+    let res = request(proxy.addr, "GET", "example.com", path, Some(ua), &headers).await;
+    (res, upstream.last(path))
 }
