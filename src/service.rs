@@ -699,15 +699,7 @@ async fn forward(
             if let (UaClass::Bot, Some(cache)) = (class, &shared.bot_cache) {
                 if cache::is_upstream_failure(res.status()) {
                     if let Some(entry) = cache::stale_entry(&found) {
-                        // stale-if-error: a copy beats the site's error.
-                        pending.outcome.route = Route::Cache;
-                        return cache.respond(
-                            entry,
-                            true,
-                            &method,
-                            &HeaderMap::new(),
-                            Instant::now(),
-                        );
+                        return stale_answer(cache, entry, &method, pending);
                     }
                 }
                 cache.count_forwarded(&found);
@@ -721,31 +713,17 @@ async fn forward(
                             })
                         }
                         // A body read whole failed: as any upstream failure.
-                        Err(err) => {
-                            let (res, side) = failed(shared, &err, pending);
-                            return match (side, stale) {
-                                (Side::Upstream, Some(entry)) => {
-                                    pending.outcome.route = Route::Cache;
-                                    let now = Instant::now();
-                                    cache.respond(&entry, true, &method, &HeaderMap::new(), now)
-                                }
-                                _ => res,
-                            };
-                        }
+                        Err(err) => return failed(shared, &err, pending, stale.as_ref(), &method),
                     }
                 }
             }
             res.map(Either::Left)
         }
         Err(err) => {
-            let (res, side) = failed(shared, &err, pending);
-            if let (UaClass::Bot, Side::Upstream, Some(cache)) = (class, side, &shared.bot_cache) {
-                if let Some(entry) = cache::stale_entry(&found) {
-                    pending.outcome.route = Route::Cache;
-                    return cache.respond(entry, true, &method, &HeaderMap::new(), Instant::now());
-                }
-            }
-            res
+            let stale = (class == UaClass::Bot)
+                .then(|| cache::stale_entry(&found))
+                .flatten();
+            failed(shared, &err, pending, stale, &method)
         }
     }
 }
@@ -960,8 +938,15 @@ fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
     }
 }
 
-/// The answer to a forward that failed, counted and logged.
-fn failed(shared: &Shared, err: &ProxyError, pending: &mut Pending) -> (Response<Body>, Side) {
+/// The answer to a forward that failed, counted and logged: a robot's
+/// `stale` copy when the upstream is what failed, else the error.
+fn failed(
+    shared: &Shared,
+    err: &ProxyError,
+    pending: &mut Pending,
+    stale: Option<&Arc<cache::Entry>>,
+    method: &Method,
+) -> Response<Body> {
     let res = error_response(err);
     let side = if err.upstream_cause().is_some() {
         Side::Upstream
@@ -971,7 +956,22 @@ fn failed(shared: &Shared, err: &ProxyError, pending: &mut Pending) -> (Response
     pending.outcome.error = Some((err.kind(), side));
     shared.observer.metrics.upstream_error(err.kind(), side);
     log_upstream_failure(shared, err, res.status());
-    (res, side)
+    match (side, stale, &shared.bot_cache) {
+        (Side::Upstream, Some(entry), Some(cache)) => stale_answer(cache, entry, method, pending),
+        _ => res,
+    }
+}
+
+/// stale-if-error: a robot's stale copy beats the site's failure; the
+/// request counts as answered from the cache.
+fn stale_answer(
+    cache: &BotCache,
+    entry: &Arc<cache::Entry>,
+    method: &Method,
+    pending: &mut Pending,
+) -> Response<Body> {
+    pending.outcome.route = Route::Cache;
+    cache.respond(entry, true, method, &HeaderMap::new(), Instant::now())
 }
 
 fn error_response(err: &ProxyError) -> Response<Body> {
