@@ -1,0 +1,144 @@
+//! `[proxy]` and `upstream`: forwarding, and the origin's address.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use http::header::HeaderName;
+use http::uri::{Authority, Scheme, Uri};
+use ipnet::IpNet;
+use serde::Deserialize;
+
+use super::{invalid, ConfigError};
+
+/// `[proxy]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProxy {
+    /// Keep the client's Host header (true) or send the upstream's.
+    pub preserve_host: Option<bool>,
+    /// Name of the classification header sent upstream.
+    pub class_header: Option<String>,
+    /// Name of the header carrying a robot's class.
+    pub robot_class_header: Option<String>,
+    /// Upstream TCP connect timeout.
+    pub connect_timeout: Option<String>,
+    /// Time allowed for the upstream's response headers.
+    pub response_timeout: Option<String>,
+    /// How long an idle pooled upstream connection is kept.
+    pub pool_idle_timeout: Option<String>,
+    /// Idle pooled upstream connections kept at most.
+    pub pool_max_idle: Option<usize>,
+    /// Peers whose X-Forwarded-* headers are trusted.
+    pub trusted_proxies: Option<Vec<String>>,
+    /// Time allowed for a client to send its request headers.
+    pub header_read_timeout: Option<String>,
+    /// How long in-flight requests may run after a shutdown signal.
+    pub shutdown_grace: Option<String>,
+    /// Accept HTTP/2 with prior knowledge (h2c) on the plain port.
+    pub h2c: Option<bool>,
+    /// Close an HTTP/2 connection without open streams after this long.
+    pub http2_idle_timeout: Option<String>,
+    /// Close a WebSocket (or other upgraded) tunnel after this long
+    /// without a byte in either direction.
+    pub websocket_idle_timeout: Option<String>,
+    /// Worker threads, each with its own listening sockets and upstream
+    /// pool; 0 = one per available CPU.
+    pub workers: Option<usize>,
+    /// PEM file of CA certificates for an https:// upstream (instead of
+    /// the system's).
+    pub upstream_ca: Option<PathBuf>,
+    /// Name to send as SNI and verify for an https:// upstream.
+    pub upstream_sni: Option<String>,
+}
+
+/// The upstream origin.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// `http` or `https`.
+    pub scheme: Scheme,
+    /// `host:port` as given.
+    pub authority: Authority,
+    /// CA certificates (PEM) trusted for an `https` upstream instead of the
+    /// system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// Name sent as SNI and verified, instead of the URL's host.
+    pub sni: Option<String>,
+}
+
+/// Forwarding behaviour.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Keep the client's Host header.
+    pub preserve_host: bool,
+    /// The classification header (`X-Crawler` by default).
+    pub class_header: HeaderName,
+    /// A robot's class (`X-Crawler-Class` by default).
+    pub robot_class_header: HeaderName,
+    /// Upstream connect timeout.
+    pub connect_timeout: Duration,
+    /// Upstream response-header timeout.
+    pub response_timeout: Duration,
+    /// Idle pooled connection lifetime.
+    pub pool_idle_timeout: Duration,
+    /// Idle pooled connections kept at most.
+    pub pool_max_idle: usize,
+    /// Peers whose forwarding headers are trusted.
+    pub trusted_proxies: Vec<IpNet>,
+    /// Client request-header read timeout.
+    pub header_read_timeout: Duration,
+    /// Shutdown grace period.
+    pub shutdown_grace: Duration,
+    /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
+    pub h2c: bool,
+    /// Close an HTTP/2 connection without open streams after this long.
+    pub http2_idle_timeout: Duration,
+    /// Close an upgraded tunnel (WebSocket) idle this long.
+    pub websocket_idle_timeout: Duration,
+}
+
+/// Parses an upstream URL, `http://host:port` or `https://host:port`.
+pub fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
+    let bad = |why: &str| invalid("upstream", format!("{s:?}: {why}"));
+    let uri: Uri = s
+        .parse()
+        .map_err(|_| bad("not a URL like http://127.0.0.1:8000"))?;
+    let scheme = uri
+        .scheme()
+        .cloned()
+        .ok_or_else(|| bad("missing http://"))?;
+    if scheme != Scheme::HTTP && scheme != Scheme::HTTPS {
+        return Err(bad("the scheme must be http:// or https://"));
+    }
+    let authority = uri
+        .authority()
+        .cloned()
+        .ok_or_else(|| bad("missing host"))?;
+    if authority.as_str().contains('@') {
+        return Err(bad("user info is not supported"));
+    }
+    if authority.host().is_empty() {
+        return Err(bad("missing host"));
+    }
+    if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+        return Err(bad(
+            "a path or query is not supported; give only scheme, host and port",
+        ));
+    }
+    Ok(Upstream {
+        scheme,
+        authority,
+        ca_file: None,
+        sni: None,
+    })
+}
+
+pub(super) fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
+    s.parse::<IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(IpNet::from))
+        .map_err(|_| {
+            invalid(
+                "proxy.trusted_proxies",
+                format!("{s:?} is not an IP address or network like 10.0.0.0/8"),
+            )
+        })
+}
