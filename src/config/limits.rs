@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::{duration, invalid, ConfigError};
+
 /// `[limits]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,4 +38,50 @@ pub struct Limits {
     pub max_body_bytes: Option<u64>,
     /// Longest pause inside an upstream response body.
     pub upstream_body_idle_timeout: Duration,
+}
+
+/// `[limits]`, validated, and `limits.max_connections` apart (it is a
+/// [`super::Restart`] setting).
+pub(super) fn limits_config(raw: RawLimits) -> Result<(Limits, usize), ConfigError> {
+    let RawLimits {
+        max_header_bytes,
+        max_headers,
+        max_uri_bytes,
+        max_connections,
+        max_body_bytes,
+        upstream_body_idle_timeout,
+    } = raw;
+    let max_header_bytes = max_header_bytes.unwrap_or(64 * 1024);
+    if !(8192..=16 * 1024 * 1024).contains(&max_header_bytes) {
+        return Err(invalid(
+            "limits.max_header_bytes",
+            format!("{max_header_bytes} is outside 8192 to 16777216"),
+        ));
+    }
+    let positive = |key: &'static str, value: Option<usize>, default: usize| match value {
+        Some(0) => Err(invalid(key, "must be greater than zero")),
+        Some(v) => Ok(v),
+        None => Ok(default),
+    };
+    let max_connections = match positive("limits.max_connections", max_connections, 10_000)? {
+        n if n > 1_000_000 => {
+            return Err(invalid(
+                "limits.max_connections",
+                format!("{n} is over 1000000"),
+            ))
+        }
+        n => n,
+    };
+    let limits = Limits {
+        max_header_bytes,
+        max_headers: positive("limits.max_headers", max_headers, 100)?,
+        max_uri_bytes: positive("limits.max_uri_bytes", max_uri_bytes, 8 * 1024)?,
+        max_body_bytes: max_body_bytes.filter(|&b| b > 0),
+        upstream_body_idle_timeout: duration(
+            "limits.upstream_body_idle_timeout",
+            upstream_body_idle_timeout,
+            "60s",
+        )?,
+    };
+    Ok((limits, max_connections))
 }

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::{invalid, ConfigError};
+
 /// `[log]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,4 +25,31 @@ pub enum LogFormat {
     Combined,
     /// One JSON object per line with every field of the outcome.
     Json,
+}
+
+/// `[log]`, validated: (lines on, their format, the file or standard
+/// error).
+pub(super) fn log_config(raw: RawLog) -> Result<(bool, LogFormat, Option<PathBuf>), ConfigError> {
+    let RawLog {
+        access,
+        format,
+        file,
+    } = raw;
+    let format = match format.as_deref().unwrap_or("combined") {
+        "combined" => LogFormat::Combined,
+        "json" => LogFormat::Json,
+        other => {
+            return Err(invalid(
+                "log.format",
+                format!("{other:?} is not one of \"combined\", \"json\""),
+            ))
+        }
+    };
+    if file.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
+        return Err(invalid(
+            "log.file",
+            "is empty (leave it out for standard error)",
+        ));
+    }
+    Ok((access.unwrap_or(true), format, file))
 }

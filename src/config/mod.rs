@@ -21,36 +21,38 @@ mod tests;
 mod tls;
 mod verify;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use http::header::{HeaderName, HeaderValue};
-use http::uri::Scheme;
+use http::header::HeaderValue;
 use serde::Deserialize;
 
 use crate::cache::BotCacheConfig;
-use crate::canonical::WwwMode;
-use crate::query::MAX_NAME_LEN;
 use crate::shed::ShedConfig;
 
-pub use admin::RawAdmin;
+use admin::admin_listen;
 use ai::ai_config;
-pub use ai::{AiConfig, RawAi};
 use bot_cache::bot_cache_config;
+use limits::limits_config;
+use log::log_config;
+use proxy::proxy_config;
+use redirect::{blocked_params, redirect_config};
+use robots::robots_config;
+use shed::shed_config;
+use tls::tls_config;
+use verify::verify_config;
+
+pub use admin::RawAdmin;
+pub use ai::{AiConfig, RawAi};
 pub use bot_cache::RawBotCache;
 pub use limits::{Limits, RawLimits};
 pub use log::{LogFormat, RawLog};
-use proxy::parse_net;
 pub use proxy::{parse_upstream, ProxyConfig, RawProxy, Upstream};
 pub use redirect::{RawBlock, RawRedirect, RedirectConfig};
 pub use restart::Restart;
 pub use robots::RawRobots;
-use shed::shed_config;
 pub use shed::RawShed;
-use tls::tls_config;
 pub use tls::{RawTls, TlsConfig};
-use verify::verify_config;
 pub use verify::{RawVerify, Spoofed, VerifyConfig};
 
 /// A configuration that cannot be used, with the key at fault.
@@ -219,6 +221,45 @@ pub struct Overrides {
     pub verify: Option<bool>,
 }
 
+impl Overrides {
+    /// Puts the flags' values over the file's: one line per key.
+    fn apply(&self, raw: &mut RawConfig) {
+        // Destructured so that a new flag cannot be left out.
+        let Overrides {
+            listen,
+            upstream,
+            sitemap_dir,
+            rules_dir,
+            tls_listen,
+            certs_dir,
+            admin_listen,
+            workers,
+            default_state_dir,
+            verify,
+        } = self;
+        over(&mut raw.listen, listen);
+        over(&mut raw.upstream, upstream);
+        over(&mut raw.sitemap_dir, sitemap_dir);
+        over(&mut raw.rules_dir, rules_dir);
+        over(&mut raw.tls.listen, tls_listen);
+        over(&mut raw.tls.certs, certs_dir);
+        over(&mut raw.admin.listen, admin_listen);
+        over(&mut raw.proxy.workers, workers);
+        over(&mut raw.verify.enabled, verify);
+        // A default, not an override: the file's own value wins.
+        if raw.verify.state_dir.is_none() {
+            raw.verify.state_dir.clone_from(default_state_dir);
+        }
+    }
+}
+
+/// `flag`'s value, when given, in place of the file's.
+fn over<T: Clone>(file: &mut Option<T>, flag: &Option<T>) {
+    if flag.is_some() {
+        file.clone_from(flag);
+    }
+}
+
 /// A validated configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -286,8 +327,10 @@ impl Config {
         })
     }
 
-    /// Validates `raw` with `overrides` applied.
-    pub fn from_raw(raw: RawConfig, overrides: &Overrides) -> Result<Self, ConfigError> {
+    /// Validates `raw` with `overrides` applied: each section by its own
+    /// module, assembled here.
+    pub fn from_raw(mut raw: RawConfig, overrides: &Overrides) -> Result<Self, ConfigError> {
+        overrides.apply(&mut raw);
         // Destructured field by field so that a new key cannot be ignored.
         let RawConfig {
             listen,
@@ -308,190 +351,18 @@ impl Config {
             verify,
             ai,
         } = raw;
-        let RawProxy {
-            preserve_host,
-            class_header,
-            robot_class_header,
-            connect_timeout,
-            response_timeout,
-            pool_idle_timeout,
-            pool_max_idle,
-            trusted_proxies,
-            header_read_timeout,
-            shutdown_grace,
-            h2c,
-            http2_idle_timeout,
-            websocket_idle_timeout,
-            workers,
-            upstream_ca,
-            upstream_sni,
-        } = proxy;
-        let RawBlock { params } = block;
-        let RawRedirect {
-            www,
-            strip_www_path,
-            hosts,
-        } = redirect;
-        let RawRobots { disallow, extra } = robots;
-        let RawLog {
-            access,
-            format,
-            file: log_file,
-        } = log;
-        let log_format = match format.as_deref().unwrap_or("combined") {
-            "combined" => LogFormat::Combined,
-            "json" => LogFormat::Json,
-            other => {
-                return Err(invalid(
-                    "log.format",
-                    format!("{other:?} is not one of \"combined\", \"json\""),
-                ))
-            }
-        };
-        if log_file.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
-            return Err(invalid(
-                "log.file",
-                "is empty (leave it out for standard error)",
-            ));
-        }
-        let RawAdmin {
-            listen: admin_listen,
-        } = admin;
-        let admin_listen = match overrides.admin_listen.clone().or(admin_listen) {
-            None => None,
-            Some(a) => Some(a.parse::<SocketAddr>().map_err(|_| {
-                invalid(
-                    "admin.listen",
-                    format!("{a:?} is not an address like 127.0.0.1:9090"),
-                )
-            })?),
-        };
-        let RawLimits {
-            max_header_bytes,
-            max_headers,
-            max_uri_bytes,
-            max_connections,
-            max_body_bytes,
-            upstream_body_idle_timeout,
-        } = limits;
-        let max_header_bytes = max_header_bytes.unwrap_or(64 * 1024);
-        if !(8192..=16 * 1024 * 1024).contains(&max_header_bytes) {
-            return Err(invalid(
-                "limits.max_header_bytes",
-                format!("{max_header_bytes} is outside 8192 to 16777216"),
-            ));
-        }
-        let positive = |key: &'static str, value: Option<usize>, default: usize| match value {
-            Some(0) => Err(invalid(key, "must be greater than zero")),
-            Some(v) => Ok(v),
-            None => Ok(default),
-        };
-        let max_connections = match positive("limits.max_connections", max_connections, 10_000)? {
-            n if n > 1_000_000 => {
-                return Err(invalid(
-                    "limits.max_connections",
-                    format!("{n} is over 1000000"),
-                ))
-            }
-            n => n,
-        };
-        let limits = Limits {
-            max_header_bytes,
-            max_headers: positive("limits.max_headers", max_headers, 100)?,
-            max_uri_bytes: positive("limits.max_uri_bytes", max_uri_bytes, 8 * 1024)?,
-            max_body_bytes: max_body_bytes.filter(|&b| b > 0),
-            upstream_body_idle_timeout: duration(
-                "limits.upstream_body_idle_timeout",
-                upstream_body_idle_timeout,
-                "60s",
-            )?,
-        };
-
-        let listen = overrides
-            .listen
-            .clone()
-            .or(listen)
-            .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let (access_log, log_format, log_file) = log_config(log)?;
+        let admin_listen = admin_listen(admin)?;
+        let (limits, max_connections) = limits_config(limits)?;
+        let listen = listen.unwrap_or_else(|| "127.0.0.1:8080".to_owned());
         let listen = listen.parse().map_err(|_| {
             invalid(
                 "listen",
                 format!("{listen:?} is not an address like 127.0.0.1:8080"),
             )
         })?;
-        let upstream = overrides
-            .upstream
-            .clone()
-            .or(upstream)
-            .unwrap_or_else(|| "http://127.0.0.1:8000".to_owned());
-        let mut upstream = parse_upstream(&upstream)?;
-        if upstream.scheme == Scheme::HTTPS {
-            if let Some(sni) = &upstream_sni {
-                if !crate::canonical::is_hostname(sni.as_bytes()) {
-                    return Err(invalid(
-                        "proxy.upstream_sni",
-                        format!("{sni:?} is not a host name"),
-                    ));
-                }
-            }
-            upstream.ca_file = upstream_ca;
-            upstream.sni = upstream_sni;
-        } else if upstream_ca.is_some() || upstream_sni.is_some() {
-            let key = if upstream_ca.is_some() {
-                "proxy.upstream_ca"
-            } else {
-                "proxy.upstream_sni"
-            };
-            return Err(invalid(key, "only applies to an https:// upstream"));
-        }
-
-        let class_header = class_header.unwrap_or_else(|| "x-crawler".to_owned());
-        let class_header = HeaderName::from_bytes(class_header.as_bytes()).map_err(|_| {
-            invalid(
-                "proxy.class_header",
-                format!("{class_header:?} is not a header name"),
-            )
-        })?;
-        let robot_class_header = robot_class_header.unwrap_or_else(|| "x-crawler-class".to_owned());
-        let robot_class_header =
-            HeaderName::from_bytes(robot_class_header.as_bytes()).map_err(|_| {
-                invalid(
-                    "proxy.robot_class_header",
-                    format!("{robot_class_header:?} is not a header name"),
-                )
-            })?;
-        let trusted_proxies = trusted_proxies
-            .unwrap_or_default()
-            .iter()
-            .map(|s| parse_net(s))
-            .collect::<Result<_, _>>()?;
-        let pool_max_idle = pool_max_idle.unwrap_or(256);
-        let proxy = ProxyConfig {
-            preserve_host: preserve_host.unwrap_or(true),
-            class_header,
-            robot_class_header,
-            connect_timeout: duration("proxy.connect_timeout", connect_timeout, "2s")?,
-            response_timeout: duration("proxy.response_timeout", response_timeout, "60s")?,
-            pool_idle_timeout: duration("proxy.pool_idle_timeout", pool_idle_timeout, "60s")?,
-            pool_max_idle,
-            trusted_proxies,
-            header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
-            shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
-            h2c: h2c.unwrap_or(false),
-            http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
-            websocket_idle_timeout: duration(
-                "proxy.websocket_idle_timeout",
-                websocket_idle_timeout,
-                "300s",
-            )?,
-        };
-        let workers = match overrides.workers.or(workers).unwrap_or(0) {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
-            n if n > 1024 => {
-                return Err(invalid("proxy.workers", format!("{n} is over 1024")));
-            }
-            n => n,
-        };
-        let (tls, https_redirect) = tls_config(tls, overrides)?;
+        let (proxy, upstream, workers) = proxy_config(proxy, upstream)?;
+        let (tls, https_redirect) = tls_config(tls)?;
         let restart = Restart {
             listen,
             tls_listen: tls.as_ref().map(|(listen, _, _)| *listen),
@@ -502,76 +373,9 @@ impl Config {
             log_file,
         };
         let tls = tls.map(|(_, _, tls)| tls);
-
-        let params = params.unwrap_or_else(|| vec!["do".to_owned(), "_fid".to_owned()]);
-        for p in &params {
-            if p.is_empty() || p.len() > MAX_NAME_LEN {
-                return Err(invalid(
-                    "block.params",
-                    format!("{p:?}: a name must be 1 to {MAX_NAME_LEN} bytes"),
-                ));
-            }
-            if p.bytes()
-                .any(|b| matches!(b, b'&' | b'=' | b'[' | b'#') || b <= b' ')
-            {
-                return Err(invalid(
-                    "block.params",
-                    format!("{p:?}: a name cannot contain '&', '=', '[', '#', spaces or control characters"),
-                ));
-            }
-        }
-        let blocked_params = params.into_iter().map(String::into_boxed_str).collect();
-
-        let www = match www.as_deref().unwrap_or("apex") {
-            "apex" => WwwMode::Apex,
-            "www" => WwwMode::Www,
-            "off" => WwwMode::Off,
-            other => {
-                return Err(invalid(
-                    "redirect.www",
-                    format!("{other:?} is not one of \"apex\", \"www\", \"off\""),
-                ))
-            }
-        };
-        let mut allowed = Vec::new();
-        for host in hosts.unwrap_or_default() {
-            let h = host.trim_end_matches('.').to_ascii_lowercase();
-            if !crate::canonical::is_hostname(h.as_bytes()) {
-                return Err(invalid(
-                    "redirect.hosts",
-                    format!("{host:?} is not a host name (no scheme, port or path)"),
-                ));
-            }
-            allowed.push(h.into_boxed_str());
-        }
-        let redirect = RedirectConfig {
-            https: https_redirect,
-            www,
-            strip_www_path: strip_www_path.unwrap_or(true),
-            hosts: allowed,
-        };
-
-        let robots_disallow =
-            disallow.unwrap_or_else(|| ["/admin/", "/api/", "/cron/"].map(str::to_owned).to_vec());
-        for d in &robots_disallow {
-            if !d.starts_with('/') || d.chars().any(char::is_control) || d.contains(' ') {
-                return Err(invalid(
-                    "robots.disallow",
-                    format!("{d:?}: a path must start with '/' and hold no spaces or control characters"),
-                ));
-            }
-        }
-        let robots_extra = extra.unwrap_or_default();
-        for line in &robots_extra {
-            if line.chars().any(char::is_control) {
-                return Err(invalid(
-                    "robots.extra",
-                    format!("{line:?}: a line cannot hold control characters"),
-                ));
-            }
-        }
-
-        let sitemap_dir = overrides.sitemap_dir.clone().or(sitemap_dir);
+        let blocked_params = blocked_params(block)?;
+        let redirect = redirect_config(redirect, https_redirect)?;
+        let (robots_disallow, robots_extra) = robots_config(robots)?;
         let sitemap_cache_control = match sitemap_cache_control {
             None => HeaderValue::from_static(DEFAULT_SITEMAP_CACHE_CONTROL),
             Some(value) => HeaderValue::from_str(&value)
@@ -584,7 +388,6 @@ impl Config {
                     )
                 })?,
         };
-        let rules_dir = overrides.rules_dir.clone().or(rules_dir);
         Ok(Config {
             restart,
             upstream,
@@ -596,22 +399,13 @@ impl Config {
             redirect,
             robots_disallow,
             robots_extra,
-            access_log: access.unwrap_or(true),
+            access_log,
             log_format,
             limits,
             tls,
             shed: shed_config(shed)?,
             bot_cache: bot_cache_config(bot_cache)?,
-            verify: verify_config(RawVerify {
-                enabled: overrides.verify.or(verify.enabled),
-                ..verify
-            })?
-            .map(|mut v| {
-                if v.state_dir.is_none() {
-                    v.state_dir.clone_from(&overrides.default_state_dir);
-                }
-                v
-            }),
+            verify: verify_config(verify)?,
             ai: ai_config(ai)?,
         })
     }

@@ -8,7 +8,7 @@ use http::uri::{Authority, Scheme, Uri};
 use ipnet::IpNet;
 use serde::Deserialize;
 
-use super::{invalid, ConfigError};
+use super::{duration, invalid, ConfigError};
 
 /// `[proxy]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -141,4 +141,100 @@ pub(super) fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
                 format!("{s:?} is not an IP address or network like 10.0.0.0/8"),
             )
         })
+}
+
+/// `[proxy]`, validated with the top-level `upstream` it qualifies
+/// (`upstream_ca`, `upstream_sni`): (forwarding, the origin,
+/// `proxy.workers` resolved, a [`super::Restart`] setting).
+pub(super) fn proxy_config(
+    raw: RawProxy,
+    upstream: Option<String>,
+) -> Result<(ProxyConfig, Upstream, usize), ConfigError> {
+    let RawProxy {
+        preserve_host,
+        class_header,
+        robot_class_header,
+        connect_timeout,
+        response_timeout,
+        pool_idle_timeout,
+        pool_max_idle,
+        trusted_proxies,
+        header_read_timeout,
+        shutdown_grace,
+        h2c,
+        http2_idle_timeout,
+        websocket_idle_timeout,
+        workers,
+        upstream_ca,
+        upstream_sni,
+    } = raw;
+    let upstream = upstream.unwrap_or_else(|| "http://127.0.0.1:8000".to_owned());
+    let mut upstream = parse_upstream(&upstream)?;
+    if upstream.scheme == Scheme::HTTPS {
+        if let Some(sni) = &upstream_sni {
+            if !crate::canonical::is_hostname(sni.as_bytes()) {
+                return Err(invalid(
+                    "proxy.upstream_sni",
+                    format!("{sni:?} is not a host name"),
+                ));
+            }
+        }
+        upstream.ca_file = upstream_ca;
+        upstream.sni = upstream_sni;
+    } else if upstream_ca.is_some() || upstream_sni.is_some() {
+        let key = if upstream_ca.is_some() {
+            "proxy.upstream_ca"
+        } else {
+            "proxy.upstream_sni"
+        };
+        return Err(invalid(key, "only applies to an https:// upstream"));
+    }
+
+    let class_header = class_header.unwrap_or_else(|| "x-crawler".to_owned());
+    let class_header = HeaderName::from_bytes(class_header.as_bytes()).map_err(|_| {
+        invalid(
+            "proxy.class_header",
+            format!("{class_header:?} is not a header name"),
+        )
+    })?;
+    let robot_class_header = robot_class_header.unwrap_or_else(|| "x-crawler-class".to_owned());
+    let robot_class_header =
+        HeaderName::from_bytes(robot_class_header.as_bytes()).map_err(|_| {
+            invalid(
+                "proxy.robot_class_header",
+                format!("{robot_class_header:?} is not a header name"),
+            )
+        })?;
+    let trusted_proxies = trusted_proxies
+        .unwrap_or_default()
+        .iter()
+        .map(|s| parse_net(s))
+        .collect::<Result<_, _>>()?;
+    let proxy = ProxyConfig {
+        preserve_host: preserve_host.unwrap_or(true),
+        class_header,
+        robot_class_header,
+        connect_timeout: duration("proxy.connect_timeout", connect_timeout, "2s")?,
+        response_timeout: duration("proxy.response_timeout", response_timeout, "60s")?,
+        pool_idle_timeout: duration("proxy.pool_idle_timeout", pool_idle_timeout, "60s")?,
+        pool_max_idle: pool_max_idle.unwrap_or(256),
+        trusted_proxies,
+        header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
+        shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
+        h2c: h2c.unwrap_or(false),
+        http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
+        websocket_idle_timeout: duration(
+            "proxy.websocket_idle_timeout",
+            websocket_idle_timeout,
+            "300s",
+        )?,
+    };
+    let workers = match workers.unwrap_or(0) {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n if n > 1024 => {
+            return Err(invalid("proxy.workers", format!("{n} is over 1024")));
+        }
+        n => n,
+    };
+    Ok((proxy, upstream, workers))
 }

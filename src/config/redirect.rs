@@ -2,7 +2,9 @@
 
 use serde::Deserialize;
 
+use super::{invalid, ConfigError};
 use crate::canonical::{HttpsRedirect, WwwMode};
+use crate::query::MAX_NAME_LEN;
 
 /// `[block]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -37,4 +39,71 @@ pub struct RedirectConfig {
     /// Canonical hosts allowed as redirect targets, lowercase, without a
     /// trailing dot; empty = any.
     pub hosts: Vec<Box<str>>,
+}
+
+/// `[block]`, validated: the parameter names (each 1 to
+/// [`MAX_NAME_LEN`] bytes, none a query delimiter).
+pub(super) fn blocked_params(raw: RawBlock) -> Result<Vec<Box<str>>, ConfigError> {
+    let RawBlock { params } = raw;
+    let params = params.unwrap_or_else(|| vec!["do".to_owned(), "_fid".to_owned()]);
+    for p in &params {
+        if p.is_empty() || p.len() > MAX_NAME_LEN {
+            return Err(invalid(
+                "block.params",
+                format!("{p:?}: a name must be 1 to {MAX_NAME_LEN} bytes"),
+            ));
+        }
+        if p.bytes()
+            .any(|b| matches!(b, b'&' | b'=' | b'[' | b'#') || b <= b' ')
+        {
+            return Err(invalid(
+                "block.params",
+                format!(
+                    "{p:?}: a name cannot contain '&', '=', '[', '#', spaces or control characters"
+                ),
+            ));
+        }
+    }
+    Ok(params.into_iter().map(String::into_boxed_str).collect())
+}
+
+/// `[redirect]`, validated, with the redirect to HTTPS that `[tls]` asks
+/// for.
+pub(super) fn redirect_config(
+    raw: RawRedirect,
+    https: Option<HttpsRedirect>,
+) -> Result<RedirectConfig, ConfigError> {
+    let RawRedirect {
+        www,
+        strip_www_path,
+        hosts,
+    } = raw;
+    let www = match www.as_deref().unwrap_or("apex") {
+        "apex" => WwwMode::Apex,
+        "www" => WwwMode::Www,
+        "off" => WwwMode::Off,
+        other => {
+            return Err(invalid(
+                "redirect.www",
+                format!("{other:?} is not one of \"apex\", \"www\", \"off\""),
+            ))
+        }
+    };
+    let mut allowed = Vec::new();
+    for host in hosts.unwrap_or_default() {
+        let h = host.trim_end_matches('.').to_ascii_lowercase();
+        if !crate::canonical::is_hostname(h.as_bytes()) {
+            return Err(invalid(
+                "redirect.hosts",
+                format!("{host:?} is not a host name (no scheme, port or path)"),
+            ));
+        }
+        allowed.push(h.into_boxed_str());
+    }
+    Ok(RedirectConfig {
+        https,
+        www,
+        strip_www_path: strip_www_path.unwrap_or(true),
+        hosts: allowed,
+    })
 }

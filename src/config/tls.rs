@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use http::header::HeaderValue;
 use serde::Deserialize;
 
-use super::{invalid, ConfigError, Overrides};
+use super::{invalid, ConfigError};
 use crate::canonical::HttpsRedirect;
 
 /// `[tls]` as written.
@@ -51,7 +51,6 @@ pub(super) type TlsListener = (SocketAddr, bool, TlsConfig);
 
 pub(super) fn tls_config(
     raw: RawTls,
-    overrides: &Overrides,
 ) -> Result<(Option<TlsListener>, Option<HttpsRedirect>), ConfigError> {
     let RawTls {
         listen,
@@ -81,7 +80,7 @@ pub(super) fn tls_config(
             }
         }
     };
-    let Some(listen) = overrides.tls_listen.clone().or(listen) else {
+    let Some(listen) = listen else {
         if redirect_http == Some(true) {
             return Err(invalid("tls.redirect_http", "needs tls.listen"));
         }
@@ -109,11 +108,7 @@ pub(super) fn tls_config(
         port: (listen.port() != 443).then_some(listen.port()),
     });
     let tls = TlsConfig {
-        certs_dir: overrides
-            .certs_dir
-            .clone()
-            .or(certs)
-            .unwrap_or_else(|| PathBuf::from("certs")),
+        certs_dir: certs.unwrap_or_else(|| PathBuf::from("certs")),
         default_name: default_name.map(|n| n.trim_end_matches('.').to_ascii_lowercase()),
         hsts,
         strict: strict.unwrap_or(false),
