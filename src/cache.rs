@@ -59,23 +59,10 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
+use crate::config::BotCacheConfig;
 use crate::metrics::Metrics;
 use crate::response::{self, Body};
 use crate::validators::{etag_of, not_modified};
-
-/// `[bot_cache]`, validated.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BotCacheConfig {
-    /// How long an entry is served as fresh.
-    pub ttl: Duration,
-    /// Bytes the cache holds at most.
-    pub size: u64,
-    /// Largest response body kept, in bytes.
-    pub max_item: u64,
-    /// How long past its freshness an entry may still stand in for an
-    /// error.
-    pub max_stale: Duration,
-}
 
 /// The store's shards; `max_item` is bounded so that an item fits a shard.
 const SHARDS: usize = 8;
@@ -93,9 +80,6 @@ const NOT_MODIFIED_FIELDS: [HeaderName; 7] = [
     VARY,
     LAST_MODIFIED,
 ];
-
-/// `size` must be at least this many times `max_item`.
-pub const SIZE_PER_ITEM: u64 = 32;
 
 /// One kept response.
 #[derive(Debug)]

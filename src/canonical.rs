@@ -9,27 +9,7 @@
 //! `HeaderValue` (which rejects CR, LF and other control bytes).
 
 use crate::config::RedirectConfig;
-
-/// Which host form is canonical.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WwwMode {
-    /// `www.example.com` → `example.com` (the default).
-    Apex,
-    /// `example.com` → `www.example.com`.
-    Www,
-    /// Hosts are left alone.
-    Off,
-}
-
-/// Plain-HTTP requests are redirected to HTTPS, in the same hop as the
-/// host and path fixes. ACME HTTP-01 challenges
-/// (`/.well-known/acme-challenge/…`) stay on plain HTTP so that a
-/// certificate can be issued before HTTPS works.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HttpsRedirect {
-    /// The port written in the Location; `None` for 443.
-    pub port: Option<u16>,
-}
+pub use crate::config::{is_hostname, HttpsRedirect, WwwMode};
 
 const ACME_CHALLENGE: &str = "/.well-known/acme-challenge/";
 
@@ -209,22 +189,6 @@ pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
         }
     }
     Some((host, port))
-}
-
-/// A DNS-style host name: labels of ASCII letters, digits, `-` and `_`,
-/// separated by single dots, optionally ending in one dot; at most 253
-/// bytes. IPv4 addresses pass too.
-pub fn is_hostname(host: &[u8]) -> bool {
-    let host = host.strip_suffix(b".").unwrap_or(host);
-    !host.is_empty()
-        && host.len() <= 253
-        && host.split(|&b| b == b'.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .iter()
-                    .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
 }
 
 #[cfg(test)]

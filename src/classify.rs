@@ -21,6 +21,7 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
+pub use crate::config::{NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::rules::{Edge, Kind, Rule, RuleLists, RulesError, Signal, Signals};
 
 /// Bot or human.
@@ -632,14 +633,6 @@ const PLATFORMS: [&[u8]; 12] = [
     b"BlackBerry",
     b"MIDP-",
 ];
-
-/// The class of a robot found by structure alone: it did not say what it
-/// is.
-pub const UNKNOWN_CLASS: &str = "unknown";
-
-/// The class of an empty or missing User-Agent (`[shed] order`, metrics,
-/// the class header).
-pub const NO_USER_AGENT_CLASS: &str = "no-user-agent";
 
 /// A leftmost-longest, ASCII case-insensitive contiguous NFA over
 /// `patterns`: the full scan's automaton, for the tokens and for the marks.

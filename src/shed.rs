@@ -37,6 +37,7 @@ use http::StatusCode;
 use tokio::time::Instant;
 
 use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+pub use crate::config::ShedConfig;
 use crate::rules::Kind;
 
 /// How often, at most, the level is re-evaluated.
@@ -55,52 +56,6 @@ const BUCKETS_MS: [u64; 20] = [
     1, 2, 5, 10, 20, 50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000,
     20_000, 30_000, 60_000,
 ];
-
-/// `[shed]`, validated (see `deploy/crawlgate.toml` for each key).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ShedConfig {
-    /// Requests in flight upstream at which shedding starts.
-    pub max_inflight: u32,
-    /// Recent 90th-percentile upstream response time at which shedding
-    /// starts, if any.
-    pub max_latency: Option<Duration>,
-    /// 503 or 429.
-    pub status: StatusCode,
-    /// What `Retry-After` says.
-    pub retry_after: Duration,
-    /// Tiers of classes, shed first to last; a class in no tier is never
-    /// shed.
-    pub order: Vec<Vec<Box<str>>>,
-    /// Longest continuous shedding of the `search` class before a share
-    /// of it is let through.
-    pub max_search_shed: Duration,
-    /// That share, in per mille.
-    pub capped_share_permille: u32,
-    /// Pressure this long at one level raises it by one more.
-    pub escalate_after: Duration,
-    /// Calm this long lowers the level by one.
-    pub calm_after: Duration,
-}
-
-impl ShedConfig {
-    /// The default tiers: what a site lives from is shed last.
-    pub fn default_order() -> Vec<Vec<Box<str>>> {
-        let tier = |names: &[&str]| names.iter().map(|&n| n.into()).collect();
-        vec![
-            tier(&[
-                "library",
-                "automation",
-                "seo",
-                UNKNOWN_CLASS,
-                "generic",
-                "structural",
-                NO_USER_AGENT_CLASS,
-            ]),
-            tier(&["ai", "archiver"]),
-            tier(&["search", "feed", "preview"]),
-        ]
-    }
-}
 
 /// The upstream's load at one moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

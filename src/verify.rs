@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Deserialize;
 
+pub use crate::config::AiKind;
+
 pub use ranges::{parse_ranges, Lists, PrefixTable, RangeError};
 
 /// How a claim was proven.
@@ -90,31 +92,6 @@ pub struct Claim {
     pub dns: bool,
     /// What kind of AI crawler the robot is, if it is one.
     pub ai: Option<AiKind>,
-}
-
-/// The kinds of AI crawler a site owner may allow or refuse apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AiKind {
-    /// Collecting content to train models.
-    Training,
-    /// Indexing for an AI search or answer engine.
-    Search,
-    /// Fetching a page because a person asked an assistant to.
-    UserFetch,
-}
-
-impl AiKind {
-    /// Every kind, in [`AiKind::as_str`] order.
-    pub const ALL: [AiKind; 3] = [AiKind::Training, AiKind::Search, AiKind::UserFetch];
-
-    /// `training`, `search` or `user_fetch`: the config key.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AiKind::Training => "training",
-            AiKind::Search => "search",
-            AiKind::UserFetch => "user_fetch",
-        }
-    }
 }
 
 /// What the ranges say about a claim.

@@ -19,6 +19,31 @@ pub struct RawAi {
     pub enforce: Option<bool>,
 }
 
+/// The kinds of AI crawler a site owner may allow or refuse apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AiKind {
+    /// Collecting content to train models.
+    Training,
+    /// Indexing for an AI search or answer engine.
+    Search,
+    /// Fetching a page because a person asked an assistant to.
+    UserFetch,
+}
+
+impl AiKind {
+    /// Every kind, in [`AiKind::as_str`] order.
+    pub const ALL: [AiKind; 3] = [AiKind::Training, AiKind::Search, AiKind::UserFetch];
+
+    /// `training`, `search` or `user_fetch`: the config key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AiKind::Training => "training",
+            AiKind::Search => "search",
+            AiKind::UserFetch => "user_fetch",
+        }
+    }
+}
+
 /// `[ai]`, validated: per kind, allowed (`Some(true)`), refused
 /// (`Some(false)`) or not stated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,16 +60,16 @@ pub struct AiConfig {
 
 impl AiConfig {
     /// What was stated for `kind`.
-    pub fn stated(&self, kind: crate::verify::AiKind) -> Option<bool> {
+    pub fn stated(&self, kind: AiKind) -> Option<bool> {
         match kind {
-            crate::verify::AiKind::Training => self.training,
-            crate::verify::AiKind::Search => self.search,
-            crate::verify::AiKind::UserFetch => self.user_fetch,
+            AiKind::Training => self.training,
+            AiKind::Search => self.search,
+            AiKind::UserFetch => self.user_fetch,
         }
     }
 
     /// Whether `kind` may fetch (not stated: yes).
-    pub fn allows(&self, kind: crate::verify::AiKind) -> bool {
+    pub fn allows(&self, kind: AiKind) -> bool {
         self.stated(kind).unwrap_or(true)
     }
 }

@@ -1,9 +1,10 @@
 //! `[bot_cache]`: the robots-only cache's size and lifetimes.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 
 use super::{byte_size, duration, invalid, ConfigError};
-use crate::cache::{BotCacheConfig, SIZE_PER_ITEM};
 
 /// `[bot_cache]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -20,6 +21,23 @@ pub struct RawBotCache {
     /// How long past `ttl` an entry may stand in for an error.
     pub max_stale: Option<String>,
 }
+
+/// `[bot_cache]`, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotCacheConfig {
+    /// How long an entry is served as fresh.
+    pub ttl: Duration,
+    /// Bytes the cache holds at most.
+    pub size: u64,
+    /// Largest response body kept, in bytes.
+    pub max_item: u64,
+    /// How long past its freshness an entry may still stand in for an
+    /// error.
+    pub max_stale: Duration,
+}
+
+/// `size` must be at least this many times `max_item`.
+pub const SIZE_PER_ITEM: u64 = 32;
 
 /// `[bot_cache]`: `None` unless `ttl` is set and `enabled` is not false.
 pub(super) fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig>, ConfigError> {

@@ -27,9 +27,6 @@ use std::time::Duration;
 use http::header::HeaderValue;
 use serde::Deserialize;
 
-use crate::cache::BotCacheConfig;
-use crate::shed::ShedConfig;
-
 use admin::admin_listen;
 use ai::ai_config;
 use bot_cache::bot_cache_config;
@@ -43,15 +40,15 @@ use tls::tls_config;
 use verify::verify_config;
 
 pub use admin::RawAdmin;
-pub use ai::{AiConfig, RawAi};
-pub use bot_cache::RawBotCache;
+pub use ai::{AiConfig, AiKind, RawAi};
+pub use bot_cache::{BotCacheConfig, RawBotCache, SIZE_PER_ITEM};
 pub use limits::{Limits, RawLimits};
 pub use log::{LogFormat, RawLog};
-pub use proxy::{parse_upstream, ProxyConfig, RawProxy, Upstream};
-pub use redirect::{RawBlock, RawRedirect, RedirectConfig};
+pub use proxy::{parse_upstream, ProxyConfig, RawProxy, UpstreamAddr};
+pub use redirect::{HttpsRedirect, RawBlock, RawRedirect, RedirectConfig, WwwMode};
 pub use restart::Restart;
 pub use robots::RawRobots;
-pub use shed::RawShed;
+pub use shed::{RawShed, ShedConfig, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 pub use tls::{RawTls, TlsConfig};
 pub use verify::{RawVerify, Spoofed, VerifyConfig};
 
@@ -266,7 +263,7 @@ pub struct Config {
     /// What the process binds at start (a reload reports changes to it).
     pub restart: Restart,
     /// The origin.
-    pub upstream: Upstream,
+    pub upstream: UpstreamAddr,
     /// Folder holding `sitemap.xml`, if any.
     pub sitemap_dir: Option<PathBuf>,
     /// `Cache-Control` of the sitemap files served.
@@ -534,6 +531,22 @@ fn key_line(text: &str, key: &str) -> Option<usize> {
         }
     }
     span.map(|s| line_at(text, s.start))
+}
+
+/// A DNS-style host name: labels of ASCII letters, digits, `-` and `_`,
+/// separated by single dots, optionally ending in one dot; at most 253
+/// bytes. IPv4 addresses pass too.
+pub fn is_hostname(host: &[u8]) -> bool {
+    let host = host.strip_suffix(b".").unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split(|&b| b == b'.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
 }
 
 /// A size such as `"64MiB"`, `"512KiB"` or a number of bytes; more than 0.

@@ -8,7 +8,7 @@ use http::uri::{Authority, Scheme, Uri};
 use ipnet::IpNet;
 use serde::Deserialize;
 
-use super::{duration, invalid, ConfigError};
+use super::{duration, invalid, is_hostname, ConfigError};
 
 /// `[proxy]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -51,9 +51,10 @@ pub struct RawProxy {
     pub upstream_sni: Option<String>,
 }
 
-/// The upstream origin.
+/// Where the upstream origin is: its scheme, address and TLS settings
+/// (the client that forwards to it is `proxy::Upstream`).
 #[derive(Clone, Debug)]
-pub struct Upstream {
+pub struct UpstreamAddr {
     /// `http` or `https`.
     pub scheme: Scheme,
     /// `host:port` as given.
@@ -97,7 +98,7 @@ pub struct ProxyConfig {
 }
 
 /// Parses an upstream URL, `http://host:port` or `https://host:port`.
-pub fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
+pub fn parse_upstream(s: &str) -> Result<UpstreamAddr, ConfigError> {
     let bad = |why: &str| invalid("upstream", format!("{s:?}: {why}"));
     let uri: Uri = s
         .parse()
@@ -124,7 +125,7 @@ pub fn parse_upstream(s: &str) -> Result<Upstream, ConfigError> {
             "a path or query is not supported; give only scheme, host and port",
         ));
     }
-    Ok(Upstream {
+    Ok(UpstreamAddr {
         scheme,
         authority,
         ca_file: None,
@@ -149,7 +150,7 @@ pub(super) fn parse_net(s: &str) -> Result<IpNet, ConfigError> {
 pub(super) fn proxy_config(
     raw: RawProxy,
     upstream: Option<String>,
-) -> Result<(ProxyConfig, Upstream, usize), ConfigError> {
+) -> Result<(ProxyConfig, UpstreamAddr, usize), ConfigError> {
     let RawProxy {
         preserve_host,
         class_header,
@@ -172,7 +173,7 @@ pub(super) fn proxy_config(
     let mut upstream = parse_upstream(&upstream)?;
     if upstream.scheme == Scheme::HTTPS {
         if let Some(sni) = &upstream_sni {
-            if !crate::canonical::is_hostname(sni.as_bytes()) {
+            if !is_hostname(sni.as_bytes()) {
                 return Err(invalid(
                     "proxy.upstream_sni",
                     format!("{sni:?} is not a host name"),

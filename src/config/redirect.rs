@@ -2,8 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{invalid, ConfigError};
-use crate::canonical::{HttpsRedirect, WwwMode};
+use super::{invalid, is_hostname, ConfigError};
 use crate::query::MAX_NAME_LEN;
 
 /// `[block]` as written.
@@ -39,6 +38,27 @@ pub struct RedirectConfig {
     /// Canonical hosts allowed as redirect targets, lowercase, without a
     /// trailing dot; empty = any.
     pub hosts: Vec<Box<str>>,
+}
+
+/// Which host form is canonical.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WwwMode {
+    /// `www.example.com` → `example.com` (the default).
+    Apex,
+    /// `example.com` → `www.example.com`.
+    Www,
+    /// Hosts are left alone.
+    Off,
+}
+
+/// Plain-HTTP requests are redirected to HTTPS, in the same hop as the
+/// host and path fixes. ACME HTTP-01 challenges
+/// (`/.well-known/acme-challenge/…`) stay on plain HTTP so that a
+/// certificate can be issued before HTTPS works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpsRedirect {
+    /// The port written in the Location; `None` for 443.
+    pub port: Option<u16>,
 }
 
 /// `[block]`, validated: the parameter names (each 1 to
@@ -92,7 +112,7 @@ pub(super) fn redirect_config(
     let mut allowed = Vec::new();
     for host in hosts.unwrap_or_default() {
         let h = host.trim_end_matches('.').to_ascii_lowercase();
-        if !crate::canonical::is_hostname(h.as_bytes()) {
+        if !is_hostname(h.as_bytes()) {
             return Err(invalid(
                 "redirect.hosts",
                 format!("{host:?} is not a host name (no scheme, port or path)"),

@@ -6,7 +6,6 @@ use http::StatusCode;
 use serde::Deserialize;
 
 use super::{duration, invalid, ConfigError};
-use crate::shed::ShedConfig;
 
 /// `[shed]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -34,6 +33,60 @@ pub struct RawShed {
     pub escalate_after: Option<String>,
     /// Calm this long stops shedding the last tier shed.
     pub calm_after: Option<String>,
+}
+
+/// The class of a robot found by structure alone: it did not say what it
+/// is.
+pub const UNKNOWN_CLASS: &str = "unknown";
+
+/// The class of an empty or missing User-Agent (`[shed] order`, metrics,
+/// the class header).
+pub const NO_USER_AGENT_CLASS: &str = "no-user-agent";
+
+/// `[shed]`, validated (see `deploy/crawlgate.toml` for each key).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShedConfig {
+    /// Requests in flight upstream at which shedding starts.
+    pub max_inflight: u32,
+    /// Recent 90th-percentile upstream response time at which shedding
+    /// starts, if any.
+    pub max_latency: Option<Duration>,
+    /// 503 or 429.
+    pub status: StatusCode,
+    /// What `Retry-After` says.
+    pub retry_after: Duration,
+    /// Tiers of classes, shed first to last; a class in no tier is never
+    /// shed.
+    pub order: Vec<Vec<Box<str>>>,
+    /// Longest continuous shedding of the `search` class before a share
+    /// of it is let through.
+    pub max_search_shed: Duration,
+    /// That share, in per mille.
+    pub capped_share_permille: u32,
+    /// Pressure this long at one level raises it by one more.
+    pub escalate_after: Duration,
+    /// Calm this long lowers the level by one.
+    pub calm_after: Duration,
+}
+
+impl ShedConfig {
+    /// The default tiers: what a site lives from is shed last.
+    pub fn default_order() -> Vec<Vec<Box<str>>> {
+        let tier = |names: &[&str]| names.iter().map(|&n| n.into()).collect();
+        vec![
+            tier(&[
+                "library",
+                "automation",
+                "seo",
+                UNKNOWN_CLASS,
+                "generic",
+                "structural",
+                NO_USER_AGENT_CLASS,
+            ]),
+            tier(&["ai", "archiver"]),
+            tier(&["search", "feed", "preview"]),
+        ]
+    }
 }
 
 /// `[shed]`: `None` unless `max_upstream_inflight` is set and `enabled`

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
-use crate::canonical::WwwMode;
 
 /// Parses and validates `text` without overrides; the error as a line.
 pub(super) fn load(text: &str) -> Result<Config, String> {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use http::header::HeaderValue;
 use serde::Deserialize;
 
-use super::{invalid, ConfigError};
-use crate::canonical::HttpsRedirect;
+use super::HttpsRedirect;
+use super::{invalid, is_hostname, ConfigError};
 
 /// `[tls]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -97,7 +97,7 @@ pub(super) fn tls_config(
     })?;
     if let Some(name) = &default_name {
         let host = name.trim_end_matches('.');
-        if !crate::canonical::is_hostname(host.as_bytes()) {
+        if !is_hostname(host.as_bytes()) {
             return Err(invalid(
                 "tls.default_name",
                 format!("{name:?} is not a host name"),
