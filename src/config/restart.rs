@@ -3,50 +3,68 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// The settings the process takes once, at start: the sockets it binds,
-/// the threads it runs, the connection cap they share. A reload that
-/// changes one reports it ([`Config::restart_needed`]) and keeps the
-/// running value; everything else in [`Config`] follows a reload.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Restart {
-    /// Plain-HTTP listen address.
-    pub listen: SocketAddr,
-    /// HTTPS listen address, when there is a TLS listener.
-    pub tls_listen: Option<SocketAddr>,
-    /// Offer HTTP/2 by ALPN on the TLS listener (set into its acceptor).
-    pub tls_http2: bool,
-    /// Worker threads (≥ 1).
-    pub workers: usize,
-    /// Concurrent client connections across the workers; more wait in the
-    /// listen backlog.
-    pub max_connections: usize,
-    /// The admin listener (metrics, health), when on.
-    pub admin_listen: Option<SocketAddr>,
-    /// The access-log file; `None` = standard error.
-    pub log_file: Option<PathBuf>,
+/// Declares [`Restart`] and its [`Restart::entries`] from one list: each
+/// setting's field, type, key and how its value is shown, so that a
+/// setting cannot be added without its entry.
+macro_rules! restart_settings {
+    (
+        $(#[$struct_doc:meta])*
+        pub struct Restart {
+            $(
+                $(#[$doc:meta])*
+                $field:ident: $ty:ty = $key:literal, |$value:ident| $shown:expr
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$struct_doc])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Restart {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        impl Restart {
+            /// Every setting with its key, as an operator would write it: the
+            /// one list [`super::Config::restart_needed`] compares.
+            pub(super) fn entries(&self) -> Vec<(&'static str, String)> {
+                vec![$(($key, {
+                    let $value = &self.$field;
+                    $shown
+                })),*]
+            }
+        }
+    };
 }
 
-impl Restart {
-    /// Every setting with its key, as an operator would write it: the one
-    /// list [`Config::restart_needed`] compares.
-    pub(super) fn entries(&self) -> [(&'static str, String); 7] {
-        let none = || "none".to_owned();
-        let tls_listen = self.tls_listen.map_or_else(none, |a| a.to_string());
-        let admin_listen = self.admin_listen.map_or_else(none, |a| a.to_string());
-        let log_file = self
-            .log_file
+restart_settings! {
+    /// The settings the process takes once, at start: the sockets it binds,
+    /// the threads it runs, the connection cap they share. A reload that
+    /// changes one reports it ([`super::Config::restart_needed`]) and keeps
+    /// the running value; everything else in [`super::Config`] follows a
+    /// reload.
+    pub struct Restart {
+        /// Plain-HTTP listen address.
+        listen: SocketAddr = "listen", |a| a.to_string(),
+        /// HTTPS listen address, when there is a TLS listener.
+        tls_listen: Option<SocketAddr> = "tls.listen", |a| or_none(a),
+        /// Offer HTTP/2 by ALPN on the TLS listener (set into its acceptor).
+        tls_http2: bool = "tls.http2", |on| on.to_string(),
+        /// Worker threads (≥ 1).
+        workers: usize = "proxy.workers", |n| n.to_string(),
+        /// Concurrent client connections across the workers; more wait in the
+        /// listen backlog.
+        max_connections: usize = "limits.max_connections", |n| n.to_string(),
+        /// The admin listener (metrics, health), when on.
+        admin_listen: Option<SocketAddr> = "admin.listen", |a| or_none(a),
+        /// The access-log file; `None` = standard error.
+        log_file: Option<PathBuf> = "log.file", |file| file
             .as_ref()
-            .map_or_else(|| "stderr".to_owned(), |p| p.display().to_string());
-        [
-            ("listen", self.listen.to_string()),
-            ("tls.listen", tls_listen),
-            ("tls.http2", self.tls_http2.to_string()),
-            ("proxy.workers", self.workers.to_string()),
-            ("limits.max_connections", self.max_connections.to_string()),
-            ("admin.listen", admin_listen),
-            ("log.file", log_file),
-        ]
+            .map_or_else(|| "stderr".to_owned(), |p| p.display().to_string()),
     }
+}
+
+/// An optional address as a reload reports it.
+fn or_none(address: &Option<SocketAddr>) -> String {
+    address.map_or_else(|| "none".to_owned(), |a| a.to_string())
 }
 
 #[cfg(test)]
