@@ -34,30 +34,13 @@ struct Cli {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Address to listen on for plain HTTP [default: 127.0.0.1:8080]
-    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
-    listen: Option<String>,
-    /// The site to forward to, http://host:port or https://host:port [default: http://127.0.0.1:8000]
-    #[arg(long, value_name = "URL", value_parser = upstream_url)]
-    upstream: Option<String>,
+    /// The flags that override the file, each declared with its key.
+    #[command(flatten)]
+    overrides: Overrides,
     /// TOML config file (see deploy/crawlgate.toml); flags override it
-    #[arg(long, value_name = "FILE")]
+    // Listed between --upstream and --sitemap-dir (see Overrides).
+    #[arg(long, value_name = "FILE", display_order = 3)]
     config: Option<PathBuf>,
-    /// Folder holding sitemap.xml; robots.txt advertises it while it exists
-    #[arg(long, value_name = "DIR")]
-    sitemap_dir: Option<PathBuf>,
-    /// Folder of *.txt User-Agent token lists replacing the built-in rules
-    #[arg(long, value_name = "DIR")]
-    rules: Option<PathBuf>,
-    /// Address to listen on for HTTPS, e.g. 0.0.0.0:443 [default: none]
-    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
-    tls_listen: Option<String>,
-    /// Certificate folder for HTTPS (see certs/README.md) [default: certs]
-    #[arg(long, value_name = "DIR")]
-    certs: Option<PathBuf>,
-    /// Address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090 [default: none]
-    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
-    admin_listen: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -170,21 +153,6 @@ enum ExportFormat {
     Txt,
 }
 
-/// A flag value that must be an address: a bad one is a bad flag (exit 2).
-fn socket_addr(value: &str) -> Result<String, String> {
-    value
-        .parse::<SocketAddr>()
-        .map(|_| value.to_owned())
-        .map_err(|_| format!("{value:?} is not an address like 127.0.0.1:8080"))
-}
-
-/// A flag value that must be an upstream URL.
-fn upstream_url(value: &str) -> Result<String, String> {
-    crawlgate::config::parse_upstream(value)
-        .map(|_| value.to_owned())
-        .map_err(|err| err.to_string())
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -199,16 +167,8 @@ fn main() -> ExitCode {
 fn run_proxy(args: RunArgs) -> ExitCode {
     let _log = init_tracing();
     let overrides = Overrides {
-        listen: args.listen,
-        upstream: args.upstream,
-        sitemap_dir: args.sitemap_dir,
-        rules_dir: args.rules,
-        tls_listen: args.tls_listen,
-        certs_dir: args.certs,
-        admin_listen: args.admin_listen,
-        workers: None,
         default_state_dir: systemd_state_dir(),
-        verify: None,
+        ..args.overrides
     };
     let live = match Live::start(args.config, overrides) {
         Ok(live) => Arc::new(live),

@@ -191,30 +191,43 @@ pub struct RawConfig {
     pub ai: RawAi,
 }
 
-/// Command-line values that override the file.
-#[derive(Clone, Debug, Default)]
+/// Command-line values that override the file: the flags of a run (each
+/// field's doc is its `--help` line) and what tests and the demo set in
+/// their place. [`Overrides::apply`] names each one's key. `--help`
+/// lists the flags by `display_order`; 3 is `--config`'s (in `main`).
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Overrides {
-    /// `--listen`
+    /// Address to listen on for plain HTTP [default: 127.0.0.1:8080]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr, display_order = 1)]
     pub listen: Option<String>,
-    /// `--upstream`
+    /// The site to forward to, http://host:port or https://host:port [default: http://127.0.0.1:8000]
+    #[arg(long, value_name = "URL", value_parser = upstream_url, display_order = 2)]
     pub upstream: Option<String>,
-    /// `--sitemap-dir`
+    /// Folder holding sitemap.xml; robots.txt advertises it while it exists
+    #[arg(long, value_name = "DIR", display_order = 4)]
     pub sitemap_dir: Option<PathBuf>,
-    /// `--rules`
+    /// Folder of *.txt User-Agent token lists replacing the built-in rules
+    #[arg(long = "rules", value_name = "DIR", display_order = 5)]
     pub rules_dir: Option<PathBuf>,
-    /// `--tls-listen`
+    /// Address to listen on for HTTPS, e.g. 0.0.0.0:443 [default: none]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr, display_order = 6)]
     pub tls_listen: Option<String>,
-    /// `--certs`
+    /// Certificate folder for HTTPS (see certs/README.md) [default: certs]
+    #[arg(long = "certs", value_name = "DIR", display_order = 7)]
     pub certs_dir: Option<PathBuf>,
-    /// `--admin-listen`
+    /// Address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090 [default: none]
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr, display_order = 8)]
     pub admin_listen: Option<String>,
     /// `proxy.workers` (tests and the demo pick their own count).
+    #[arg(skip)]
     pub workers: Option<usize>,
     /// `verify.state_dir` when the file does not set it: under systemd's
     /// `StateDirectory=`, `$STATE_DIRECTORY/verify` (see `main`).
+    #[arg(skip)]
     pub default_state_dir: Option<PathBuf>,
     /// `verify.enabled` (the demo, on loopback, turns verification off:
     /// it would fetch the operators' range lists from the internet).
+    #[arg(skip)]
     pub verify: Option<bool>,
 }
 
@@ -255,6 +268,21 @@ fn over<T: Clone>(file: &mut Option<T>, flag: &Option<T>) {
     if flag.is_some() {
         file.clone_from(flag);
     }
+}
+
+/// A flag value that must be an address: a bad one is a bad flag (exit 2).
+fn socket_addr(value: &str) -> Result<String, String> {
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(|_| value.to_owned())
+        .map_err(|_| format!("{value:?} is not an address like 127.0.0.1:8080"))
+}
+
+/// A flag value that must be an upstream URL.
+fn upstream_url(value: &str) -> Result<String, String> {
+    parse_upstream(value)
+        .map(|_| value.to_owned())
+        .map_err(|err| err.to_string())
 }
 
 /// A validated configuration.
