@@ -9,6 +9,7 @@
 mod admin;
 mod ai;
 mod bot_cache;
+mod keys;
 mod limits;
 mod log;
 mod proxy;
@@ -42,6 +43,7 @@ use verify::verify_config;
 pub use admin::RawAdmin;
 pub use ai::{AiConfig, AiKind, RawAi};
 pub use bot_cache::{BotCacheConfig, RawBotCache, SIZE_PER_ITEM};
+pub use keys::keys;
 pub use limits::{Limits, RawLimits};
 pub use log::{LogFormat, RawLog};
 pub use proxy::{parse_upstream, ProxyConfig, RawProxy, UpstreamAddr};
