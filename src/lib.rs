@@ -72,6 +72,7 @@ pub mod server;
 pub mod service;
 pub mod shed;
 pub mod sitemap;
+pub mod state;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;

@@ -20,9 +20,8 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use crate::config::{Config, ConfigError, Overrides};
-use crate::observe::Observer;
 use crate::server::Live as LiveShared;
-use crate::service::{SetupError, Shared};
+use crate::state::{Observer, SetupError, Shared};
 use crate::tls::{CertStore, Certs, TlsError};
 use crate::verify::store::StoreError;
 

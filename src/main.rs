@@ -293,7 +293,7 @@ fn systemd_state_dir() -> Option<PathBuf> {
 /// is what `Live::start` runs before it creates the state folder and opens
 /// the access log, so what passes here starts (ports aside).
 fn check_config(file: &std::path::Path) -> ExitCode {
-    let observer = Arc::new(crawlgate::observe::Observer::new());
+    let observer = Arc::new(crawlgate::state::Observer::new());
     let overrides = Overrides {
         default_state_dir: systemd_state_dir(),
         ..Overrides::default()

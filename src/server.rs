@@ -43,7 +43,8 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Protocol;
-use crate::service::{self, ConnInfo, Shared};
+use crate::service::{self, ConnInfo};
+use crate::state::Shared;
 use crate::tunnel::UpgradeSlot;
 
 /// The request-path state, swapped whole on reload.
