@@ -190,7 +190,8 @@ pub struct Key {
     if_none_match: Option<HeaderValue>,
 }
 
-/// The cache, shared by every worker of one configuration.
+/// The cache, shared by every worker and kept by the process across
+/// reloads that leave `[bot_cache]` as it was.
 #[derive(Debug)]
 pub struct BotCache {
     config: BotCacheConfig,
@@ -209,6 +210,11 @@ pub struct BotCache {
 }
 
 impl BotCache {
+    /// The settings it was built with.
+    pub fn config(&self) -> &BotCacheConfig {
+        &self.config
+    }
+
     /// An empty cache of `config`'s size, counting into `metrics`.
     pub fn new(config: BotCacheConfig, metrics: &Metrics) -> Self {
         let estimated_items = usize::try_from(config.size / 8192)

@@ -1,10 +1,8 @@
-//! What crawlgate saw, in one place: each request's [`Outcome`], handed
-//! to the one [`Observer`] that counts it in the metrics and writes it to
-//! the access log.
+//! What crawlgate saw, in one place: each request's [`Outcome`], counted
+//! in the metrics of the snapshot it was served with and written to the
+//! process's access log ([`crate::state::Process`]).
 //!
-//! The observer belongs to the process: it is created once, at start, and
-//! every state a reload builds holds the same `Arc` of it, so what it
-//! keeps outlives reloads. The record is finished when the response body
+//! The record is finished when the response body
 //! has been sent (or the exchange ended), so it carries the bytes sent and
 //! the total time; [`Observed`] is the response body that does that.
 
@@ -24,7 +22,7 @@ use crate::classify::{Reason, RobotClass, UaClass, Verdict};
 use crate::metrics::InFlight;
 use crate::proxy::BodyBytes;
 use crate::response::Body;
-use crate::state::Shared;
+use crate::state::Snapshot;
 use crate::verify::Identity;
 
 /// Longest path, host or request-target written to the access log, in
@@ -212,7 +210,9 @@ pub fn truncate(s: &str) -> &str {
 /// closed the connection), it is recorded all the same, as `aborted`.
 #[derive(Debug)]
 pub struct Pending {
-    shared: Arc<Shared>,
+    /// The snapshot the request was served with: its counters, its log
+    /// format, and the process.
+    snapshot: Arc<Snapshot>,
     /// Recorded already.
     done: bool,
     /// The record, filled in as the request goes on.
@@ -226,9 +226,9 @@ pub struct Pending {
 
 impl Pending {
     /// Starts the record of a request that arrived at `start`.
-    pub fn new(shared: Arc<Shared>, outcome: Outcome, start: Instant) -> Self {
+    pub fn new(snapshot: Arc<Snapshot>, outcome: Outcome, start: Instant) -> Self {
         Self {
-            shared,
+            snapshot,
             done: false,
             outcome,
             in_flight: None,
@@ -249,14 +249,14 @@ impl Pending {
     /// Who ended a request cut off now: crawlgate once a drain's grace
     /// period is over, its client before.
     fn cut_off_by(&self) -> Side {
-        if self.shared.observer.health.is_closing() {
+        if self.snapshot.process.health.is_closing() {
             Side::Proxy
         } else {
             Side::Client
         }
     }
 
-    /// Hands the outcome to the observer, once.
+    /// Counts the outcome and queues it for the access log, once.
     fn record(&mut self) {
         if std::mem::replace(&mut self.done, true) {
             return;
@@ -267,7 +267,20 @@ impl Pending {
             self.outcome.bytes_in = bytes.get();
         }
         let outcome = std::mem::take(&mut self.outcome);
-        self.shared.observer.record(&self.shared, outcome);
+        let snapshot = &self.snapshot;
+        snapshot.counters.count(
+            outcome.route,
+            outcome.class(),
+            outcome.status.map_or(0, |s| s.as_u16()),
+        );
+        if outcome.request.is_none() {
+            return;
+        }
+        if let Some(log) = snapshot.process.access_log() {
+            if !log.send(outcome, snapshot.log_format, Arc::clone(&snapshot.policy)) {
+                snapshot.process.metrics.log_line_dropped();
+            }
+        }
     }
 }
 
@@ -283,8 +296,8 @@ impl Drop for Pending {
 }
 
 pin_project_lite::pin_project! {
-    /// A response body that counts what it sends and hands the outcome to
-    /// the observer when it is done, fails, or is dropped (the client went
+    /// A response body that counts what it sends and records the outcome
+    /// when it is done, fails, or is dropped (the client went
     /// away).
     pub struct Observed {
         #[pin]

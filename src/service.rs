@@ -3,7 +3,7 @@
 //! [`handle`] gathers the [`Facts`] of a request, asks [`policy::decide`],
 //! and carries the [`Decision`] out: a synthetic response from
 //! [`response`], or [`Upstream::forward`]. It fills in the request's
-//! [`Outcome`], which its response body hands to the observer.
+//! [`Outcome`], which its response body records when it is done.
 //! It is the only module where policy, proxy and responses meet.
 
 use std::convert::Infallible;
@@ -33,7 +33,7 @@ use crate::proxy::{self, ClientInfo, ProxyError};
 use crate::response::{self, Body};
 use crate::shed::{Change, Pressure, Reading, ShedPolicy};
 use crate::sitemap::{self, serve::Sitemaps};
-use crate::state::{Shared, Verify};
+use crate::state::{Snapshot, Worker};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::signature::{self, Signed};
@@ -55,14 +55,16 @@ pub struct ConnInfo {
 /// `upgrades` is the HTTP/1 connection's slot for a tunnel: a forwarded
 /// upgrade request whose upstream answers 101 leaves its two halves there
 /// (`None` on HTTP/2, which does not upgrade). The response body carries
-/// the request's [`Outcome`] to the observer when it is done.
+/// the request's [`Outcome`] to its record when it is done. `worker` is
+/// the serving worker's state for the snapshot in effect.
 pub async fn handle(
-    shared: Arc<Shared>,
+    worker: Arc<Worker>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     req: Request<Incoming>,
 ) -> Result<Response<Observed>, Infallible> {
     let start = Instant::now();
+    let shared = &worker.snapshot;
     let version = req.version();
     let head = req.method() == Method::HEAD;
     let tls = conn.scheme == "https";
@@ -75,8 +77,8 @@ pub async fn handle(
         tls,
         ..Outcome::default()
     };
-    let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
-    let mut res = respond(&shared, conn, upgrades, req, &mut pending).await;
+    let mut pending = Pending::new(Arc::clone(shared), outcome, start);
+    let mut res = respond(&worker, conn, upgrades, req, &mut pending).await;
     pending.outcome.status = Some(res.status());
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
@@ -98,12 +100,13 @@ pub async fn handle(
 }
 
 async fn respond(
-    shared: &Arc<Shared>,
+    worker: &Worker,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     mut req: Request<Incoming>,
     pending: &mut Pending,
 ) -> Response<Body> {
+    let shared = &*worker.snapshot;
     let scheme = conn.scheme;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
         return res;
@@ -113,8 +116,8 @@ async fn respond(
     let start = pending.start();
     let pressure = match &shared.policy.shed {
         Some(shed) => {
-            let metrics = &shared.observer.metrics;
-            shared.observer.load.pressure(
+            let metrics = &shared.process.metrics;
+            shared.process.load.pressure(
                 shed,
                 metrics.upstream_in_flight_now(),
                 start,
@@ -136,7 +139,7 @@ async fn respond(
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
     let (identity, ai) = match &shared.verify {
-        Some(verify) => {
+        Some(_) => {
             let request = signature::Request {
                 method: req.method(),
                 scheme,
@@ -150,7 +153,7 @@ async fn respond(
             let robot = (verdict.class == UaClass::Bot)
                 .then_some(user_agent)
                 .flatten();
-            verify_request(&shared.observer.ranges, verify, &request, robot, &client).await
+            verify_request(&shared.process.ranges, worker, &request, robot, &client).await
         }
         None => match (verdict.class, user_agent) {
             (UaClass::Bot, Some(ua)) if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
@@ -159,7 +162,7 @@ async fn respond(
             _ => (None, None),
         },
     };
-    let bot_cache = shared.bot_cache.as_deref();
+    let bot_cache = shared.caches.bot.as_deref();
     let (decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
         let lookup = || match bot_cache {
@@ -271,7 +274,7 @@ async fn respond(
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(
-                shared,
+                worker,
                 conn,
                 req,
                 verdict.class,
@@ -287,7 +290,7 @@ async fn respond(
 
 #[allow(clippy::too_many_arguments)]
 async fn forward(
-    shared: &Shared,
+    worker: &Worker,
     conn: ConnInfo,
     req: Request<Incoming>,
     class: UaClass,
@@ -296,7 +299,8 @@ async fn forward(
     found: Probe,
     pending: &mut Pending,
 ) -> Response<Body> {
-    let observer = &shared.observer;
+    let shared = &*worker.snapshot;
+    let process = &shared.process;
     let method = req.method().clone();
     let client = ClientInfo {
         peer: conn.peer.ip(),
@@ -306,9 +310,9 @@ async fn forward(
         robot,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
-    pending.in_flight = Some(observer.metrics.upstream_in_flight());
+    pending.in_flight = Some(process.metrics.upstream_in_flight());
     let sent = Instant::now();
-    let result = shared
+    let result = worker
         .upstream
         .forward(req, client, protocol, &mut pending.body_bytes)
         .await;
@@ -316,12 +320,12 @@ async fn forward(
     pending.outcome.upstream_time = Some(elapsed);
     let upstream_failed = matches!(&result, Err(err) if err.upstream_cause().is_some());
     if shared.policy.shed.is_some() && (result.is_ok() || upstream_failed) {
-        observer.load.record(elapsed, sent + elapsed);
+        process.load.record(elapsed, sent + elapsed);
     }
     match result {
         Ok(mut res) => {
-            observer.metrics.upstream_answered(elapsed);
-            observer.health.upstream_answered();
+            process.metrics.upstream_answered(elapsed);
+            process.health.upstream_answered();
             if res.status() == StatusCode::SWITCHING_PROTOCOLS {
                 // `Upstream::forward` answers 101 only to an upgrade
                 // request, which has its client half here.
@@ -335,7 +339,7 @@ async fn forward(
                     let _ = slot.set(tunnel);
                 }
             }
-            if let (UaClass::Bot, Some(cache)) = (class, &shared.bot_cache) {
+            if let (UaClass::Bot, Some(cache)) = (class, &shared.caches.bot) {
                 if cache::is_upstream_failure(res.status()) {
                     if let Some(entry) = cache::stale_entry(&found) {
                         return stale_answer(cache, entry, &method, pending);
@@ -375,12 +379,12 @@ async fn forward(
 /// it spoofed; a directory not had in time settles nothing.
 async fn verify_request(
     store: &RangeStore,
-    verify: &Verify,
+    worker: &Worker,
     request: &signature::Request<'_>,
     robot: Option<&[u8]>,
     client: &(dyn Fn() -> IpAddr + Sync),
 ) -> (Option<Identity>, Option<AiKind>) {
-    if let Some(checker) = verify
+    if let Some(checker) = worker
         .signatures
         .as_ref()
         .filter(|_| signature::is_candidate(request.headers))
@@ -422,7 +426,7 @@ async fn verify_request(
         }
     }
     match robot {
-        Some(ua) => match verify_claim(store, verify, ua, client).await {
+        Some(ua) => match verify_claim(store, worker, ua, client).await {
             Some((identity, ai)) => (Some(identity), ai),
             None => (None, None),
         },
@@ -437,7 +441,7 @@ async fn verify_request(
 /// (rate-limited).
 async fn verify_claim(
     store: &RangeStore,
-    verify: &Verify,
+    worker: &Worker,
     ua: &[u8],
     client: &(dyn Fn() -> IpAddr + Sync),
 ) -> Option<(Identity, Option<AiKind>)> {
@@ -446,7 +450,7 @@ async fn verify_claim(
         let claim = set.operators.claim(ua)?;
         let client = client();
         let found = set.table.lookup(client);
-        let step = by_ranges(&claim, found, set.loaded, verify.dns.is_some());
+        let step = by_ranges(&claim, found, set.loaded, worker.dns.is_some());
         match step {
             Step::Done(identity) => {
                 set.count(Some(claim.operator), identity);
@@ -460,7 +464,7 @@ async fn verify_claim(
         }
     };
     debug_assert_eq!(step, Step::AskDns);
-    let answer = match &verify.dns {
+    let answer = match &worker.dns {
         Some(dns) => dns.check(client).await,
         None => DnsAnswer::Failed,
     };
@@ -490,10 +494,10 @@ fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, m
 /// Steps the shedding level from the process's clock, with no request
 /// (see [`crate::shed::Load::tick`]): calm is seen when it begins and the
 /// level, its gauge and its log line drop on time on an idle site.
-pub fn tick_shedding(shared: &Shared) {
+pub fn tick_shedding(shared: &Snapshot) {
     if let Some(shed) = &shared.policy.shed {
-        let metrics = &shared.observer.metrics;
-        shared.observer.load.tick(
+        let metrics = &shared.process.metrics;
+        shared.process.load.tick(
             shed,
             metrics.upstream_in_flight_now(),
             Instant::now(),
@@ -559,7 +563,7 @@ static UPSTREAM_FAILURES: LogLimiter = LogLimiter::new(5);
 /// A 502 or 504 is the operator's business: its cause at `warn`, a few
 /// lines a second however many requests fail. A client-side failure (a
 /// broken request body) stays at `debug`.
-fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
+fn log_upstream_failure(shared: &Snapshot, err: &ProxyError, status: StatusCode) {
     let Some(cause) = err.upstream_cause() else {
         tracing::debug!(error = %ErrorChain(err), "request failed on the client's side");
         return;
@@ -580,7 +584,7 @@ fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
 /// The answer to a forward that failed, counted and logged: a robot's
 /// `stale` copy when the upstream is what failed, else the error.
 fn failed(
-    shared: &Shared,
+    shared: &Snapshot,
     err: &ProxyError,
     pending: &mut Pending,
     stale: Option<&Arc<cache::Entry>>,
@@ -593,9 +597,9 @@ fn failed(
         Side::Client
     };
     pending.outcome.error = Some((err.kind(), side));
-    shared.observer.metrics.upstream_error(err.kind(), side);
+    shared.process.metrics.upstream_error(err.kind(), side);
     log_upstream_failure(shared, err, res.status());
-    match (side, stale, &shared.bot_cache) {
+    match (side, stale, &shared.caches.bot) {
         (Side::Upstream, Some(entry), Some(cache)) => stale_answer(cache, entry, method, pending),
         _ => res,
     }

@@ -417,7 +417,7 @@ impl Here {
             ..Overrides::default()
         };
         let live = Live::start(Some(path), overrides).expect("valid config");
-        let shared = live.shared[0].load_full();
+        let slot = Arc::clone(&live.workers[0]);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
@@ -431,9 +431,8 @@ impl Here {
                     local_port: addr.port(),
                     scheme: "http",
                 };
-                let shared = Arc::clone(&shared);
-                let service =
-                    service_fn(move |req| service::handle(Arc::clone(&shared), conn, None, req));
+                let slot = Arc::clone(&slot);
+                let service = service_fn(move |req| service::handle(slot.get(), conn, None, req));
                 tokio::spawn(async move {
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)

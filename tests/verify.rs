@@ -1024,8 +1024,8 @@ fn a_missing_range_file_is_a_start_up_error() {
         "[verify]\ndns = false\n[verify.ranges.google]\ncommon-crawlers = \"lists/missing.json\"\n",
     )
     .expect("write");
-    let observer = std::sync::Arc::new(crawlgate::state::Observer::new());
-    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &observer, true) {
+    let process = std::sync::Arc::new(crawlgate::state::Process::new());
+    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &process, true) {
         Ok(_) => panic!("a missing list file is refused"),
         Err(err) => err.to_string(),
     };

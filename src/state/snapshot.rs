@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use http::header::HeaderValue;
 
-use crate::cache::BotCache;
 use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig};
 use crate::metrics::RequestCounters;
@@ -16,26 +15,28 @@ use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
 use crate::shed::{ShedPolicy, UnknownClass};
 use crate::sitemap::serve::Sitemaps;
-use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
+use crate::verify::dns::{DnsChecker, DnsSetupError};
 use crate::verify::signature::{Agents, SignatureChecker};
 use crate::verify::store::{Fetcher, FetcherError, Setup, Source};
 use crate::verify::{Operators, OperatorsError};
 
-use super::Observer;
+use super::process::{Caches, Process};
 
-/// What a reload replaces, built from a [`Config`]: everything a request
-/// needs, and the settings a connection takes when it is accepted
-/// ([`ConnSettings`]). Immutable: a reload builds a new one and swaps the
-/// `Arc`; a request in flight keeps the one it started with. What only a
+/// What a reload replaces, built from a [`Config`] and the [`Process`]:
+/// everything a request needs, and the settings a connection takes when
+/// it is accepted ([`ConnSettings`]). Immutable: a reload builds a new one
+/// and swaps the `Arc` ([`super::Current`]); a request in flight keeps
+/// the one it started with. What only a
 /// restart changes is in [`crate::config::Restart`], read once when the
 /// listeners are bound.
 #[derive(Debug)]
-pub struct Shared {
+pub struct Snapshot {
     /// The decision's inputs (shared by the workers' copies).
     pub policy: Arc<Policy>,
     /// The robots.txt responder (shared by the workers' copies).
     pub robots: Arc<Robots>,
-    /// The upstream client, with a connection pool per worker.
+    /// The upstream's settings (each worker's copy has a connection pool
+    /// of its own, see [`super::Worker`]).
     pub upstream: Upstream,
     /// Write access-log lines.
     pub access_log: bool,
@@ -50,15 +51,15 @@ pub struct Shared {
     pub hsts: Option<HeaderValue>,
     /// What a connection takes when it is accepted and keeps for its life.
     pub conn: ConnSettings,
-    /// The process-wide observer (the same one across reloads).
-    pub observer: Arc<Observer>,
+    /// The process's state (the same one across reloads).
+    pub process: Arc<Process>,
     /// The request counters of these rules (shared by the workers' copies).
     pub counters: Arc<RequestCounters>,
     /// The access log's format.
     pub log_format: LogFormat,
-    /// The robots-only cache, when on (shared by the workers' copies; a
-    /// reload starts an empty one).
-    pub bot_cache: Option<Arc<BotCache>>,
+    /// The process's caches this configuration uses (the robots cache
+    /// when on, DNS answers, key directories).
+    pub caches: Caches,
     /// Verifying crawler claims, when on.
     pub verify: Option<Verify>,
     /// The robot class header's value per class, built with the rules.
@@ -70,27 +71,18 @@ pub struct Shared {
     pub sitemaps: Option<Sitemaps>,
 }
 
-/// Crawler verification's part of the request-path state.
+/// Crawler verification's part of the request-path state (each worker
+/// takes its own copy of the checkers, over the process's caches).
 #[derive(Debug)]
 pub struct Verify {
     /// What the process-wide range store is set to hold.
     pub setup: Setup,
-    /// Reverse-then-forward DNS, when on (each worker its own resolver).
+    /// Reverse-then-forward DNS, when on (each worker its own resolver,
+    /// one answer cache).
     pub dns: Option<DnsChecker>,
-    /// Web Bot Auth signatures, when on (each worker its own client).
+    /// Web Bot Auth signatures, when on (each worker its own client, one
+    /// directory cache).
     pub signatures: Option<SignatureChecker>,
-}
-
-impl Verify {
-    fn for_worker(&self) -> Self {
-        Self {
-            setup: self.setup.clone(),
-            // A resolver that cannot be built again (the system's
-            // configuration vanished) leaves that worker without DNS.
-            dns: self.dns.as_ref().and_then(|d| d.for_worker().ok()),
-            signatures: self.signatures.as_ref().map(SignatureChecker::for_worker),
-        }
-    }
 }
 
 /// `X-Crawler-Class` values, one per rule and for the classes no rule
@@ -183,16 +175,16 @@ pub enum SetupError {
     SitemapDir(PathBuf),
 }
 
-impl Shared {
+impl Snapshot {
     /// Loads the rules and builds the request-path state for `config`,
-    /// reporting to `observer`.
-    pub fn new(config: &Config, observer: Arc<Observer>) -> Result<Self, SetupError> {
+    /// with `process`'s caches where their settings did not change.
+    pub fn new(config: &Config, process: Arc<Process>) -> Result<Self, SetupError> {
         let lists = match &config.rules_dir {
             Some(dir) => RuleLists::from_dir(dir)?,
             None => RuleLists::embedded(),
         };
         let classifier = Classifier::new(&lists)?;
-        let counters = Arc::new(RequestCounters::new(&observer.metrics, &classifier));
+        let counters = Arc::new(RequestCounters::new(&process.metrics, &classifier));
         let shed = match &config.shed {
             Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
             None => None,
@@ -201,8 +193,9 @@ impl Shared {
             Some(dir) => Operators::from_dir(dir)?,
             None => Operators::embedded(),
         });
+        let caches = process.caches_for(config);
         let verify = match &config.verify {
-            Some(v) => Some(verify_state(v, Arc::clone(&operators))?),
+            Some(v) => Some(verify_state(v, Arc::clone(&operators), &caches)?),
             None => None,
         };
         let sitemaps = match &config.sitemap_dir {
@@ -247,11 +240,8 @@ impl Shared {
                 http2_idle_timeout: config.proxy.http2_idle_timeout,
                 websocket_idle_timeout: config.proxy.websocket_idle_timeout,
             },
-            bot_cache: config
-                .bot_cache
-                .clone()
-                .map(|c| Arc::new(BotCache::new(c, &observer.metrics))),
-            observer,
+            caches,
+            process,
             counters,
             log_format: config.log_format,
             verify,
@@ -263,7 +253,11 @@ impl Shared {
 
 /// The operators (from the rules folder, or embedded), each list's source
 /// (official, or the config's replacement), and the DNS checker.
-fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Verify, SetupError> {
+fn verify_state(
+    config: &VerifyConfig,
+    operators: Arc<Operators>,
+    caches: &Caches,
+) -> Result<Verify, SetupError> {
     let mut sources: Vec<Source> = operators
         .lists
         .iter()
@@ -302,21 +296,15 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
                 .collect(),
         ),
     };
-    let signatures = config.signatures.then(|| {
-        SignatureChecker::new(
-            fetcher.for_worker(),
-            agents,
-            config.directory_timeout,
-            config.dns_max_inflight,
-        )
-    });
-    let dns = if config.dns {
-        let setup = DnsSetup {
-            server: config.resolver,
-            wait: config.dns_timeout,
-            max_inflight: config.dns_max_inflight,
-        };
-        match (DnsChecker::new(setup), config.resolver) {
+    let signatures = caches
+        .directories
+        .as_ref()
+        .map(|(_, cache)| SignatureChecker::new(fetcher.for_worker(), agents, Arc::clone(cache)));
+    let dns = if let Some((setup, answers)) = &caches.dns {
+        match (
+            DnsChecker::new(setup.clone(), Arc::clone(answers)),
+            config.resolver,
+        ) {
             (Ok(dns), _) => Some(dns),
             // A configured server that cannot be used is an error; a host
             // without a resolver configuration (a bare container) keeps
@@ -342,38 +330,4 @@ fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Veri
         dns,
         signatures,
     })
-}
-
-impl Shared {
-    /// A copy for another worker thread: the same rules and settings, and
-    /// an upstream connection pool of its own.
-    pub fn for_worker(&self) -> Self {
-        Self {
-            policy: Arc::clone(&self.policy),
-            robots: Arc::clone(&self.robots),
-            upstream: self.upstream.with_own_pool(),
-            access_log: self.access_log,
-            shutdown_grace: self.shutdown_grace,
-            rules_source: self.rules_source.clone(),
-            limits: self.limits.clone(),
-            hsts: self.hsts.clone(),
-            conn: self.conn,
-            observer: Arc::clone(&self.observer),
-            counters: Arc::clone(&self.counters),
-            log_format: self.log_format,
-            bot_cache: self.bot_cache.clone(),
-            verify: self.verify.as_ref().map(Verify::for_worker),
-            class_values: Arc::clone(&self.class_values),
-            operators: Arc::clone(&self.operators),
-            sitemaps: self.sitemaps.clone(),
-        }
-    }
-
-    /// This state, keeping `old`'s upstream connection pool where the
-    /// upstream did not change (see [`Upstream::keeping_pool_of`]).
-    #[must_use]
-    pub fn keeping_pool_of(mut self, old: &Shared) -> Self {
-        self.upstream = self.upstream.keeping_pool_of(&old.upstream);
-        self
-    }
 }
