@@ -550,7 +550,7 @@ impl Fill {
     /// body with the `ETag` answers from the cache carry, or `304` when the
     /// request's `If-None-Match` already names that tag (a robot
     /// revalidating a page the cache no longer held: expired, evicted, or
-    /// emptied by a reload; the site was asked, the robot gets no body).
+    /// emptied by a resize; the site was asked, the robot gets no body).
     pub fn answer_whole(mut self, mut parts: http::response::Parts) -> Response<Bytes> {
         let asked = self.key.if_none_match.take();
         let (body, etag) = self.finish();
