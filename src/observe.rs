@@ -141,7 +141,7 @@ impl RequestLine {
     /// The host asked for: the request-target's authority, or the Host
     /// header when it is text.
     pub fn host(&self) -> Option<&str> {
-        crate::service::authority(&self.uri, self.host.as_ref())
+        crate::framing::authority(&self.uri, self.host.as_ref())
     }
 }
 

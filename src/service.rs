@@ -15,7 +15,7 @@ use http::header::{
     HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH,
     STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING, USER_AGENT,
 };
-use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
@@ -112,7 +112,7 @@ async fn respond(
         return res;
     }
 
-    let authority = authority(req.uri(), req.headers().get(HOST));
+    let authority = framing::authority(req.uri(), req.headers().get(HOST));
     let start = pending.start();
     let pressure = match &shared.policy.shed {
         Some(shed) => {
@@ -627,14 +627,6 @@ fn error_response(err: &ProxyError) -> Response<Body> {
         ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
         ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
     }
-}
-
-/// The host asked for: the request-target's authority (absolute form), or
-/// else the Host header, when it is text.
-pub(crate) fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
-    uri.authority()
-        .map(|a| a.as_str())
-        .or_else(|| host.and_then(|h| h.to_str().ok()))
 }
 
 /// Requests refused before any decision: CONNECT (405), a head over
