@@ -73,10 +73,10 @@ async fn answer(live: &Live, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     match req.uri().path() {
         "/metrics" => {
             // Ages are as of the scrape.
-            live.observer
+            live.process
                 .ranges
                 .update_gauges(std::time::SystemTime::now());
-            let mut res = Response::new(Full::new(Bytes::from(live.observer.metrics.encode())));
+            let mut res = Response::new(Full::new(Bytes::from(live.process.metrics.encode())));
             res.headers_mut().insert(CONTENT_TYPE, OPENMETRICS);
             res.headers_mut()
                 .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -99,7 +99,7 @@ async fn answer(live: &Live, req: &Request<Incoming>) -> Response<Full<Bytes>> {
 
 /// Why the process should not get traffic, if it should not.
 async fn not_ready(live: &Live) -> Option<String> {
-    let health = &live.observer.health;
+    let health = &live.process.health;
     if let Some(reason) = health.not_ready() {
         return Some(reason.to_owned());
     }

@@ -174,7 +174,8 @@ pub struct Key {
     if_none_match: Option<HeaderValue>,
 }
 
-/// The cache, shared by every worker of one configuration.
+/// The cache, shared by every worker and kept by the process across
+/// reloads that leave `[bot_cache]` as it was.
 #[derive(Debug)]
 pub struct BotCache {
     config: BotCacheConfig,
@@ -193,6 +194,11 @@ pub struct BotCache {
 }
 
 impl BotCache {
+    /// The settings it was built with.
+    pub fn config(&self) -> &BotCacheConfig {
+        &self.config
+    }
+
     /// An empty cache of `config`'s size, counting into `metrics`.
     pub fn new(config: BotCacheConfig, metrics: &Metrics) -> Self {
         let estimated_items = usize::try_from(config.size / 8192)
@@ -528,7 +534,7 @@ impl Fill {
     /// body with the `ETag` answers from the cache carry, or `304` when the
     /// request's `If-None-Match` already names that tag (a robot
     /// revalidating a page the cache no longer held: expired, evicted, or
-    /// emptied by a reload; the site was asked, the robot gets no body).
+    /// emptied by a resize; the site was asked, the robot gets no body).
     pub fn answer_whole(mut self, mut parts: http::response::Parts) -> Response<Bytes> {
         let asked = self.key.if_none_match.take();
         let (body, etag) = self.finish();

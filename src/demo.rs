@@ -29,7 +29,7 @@ use tokio::net::TcpListener;
 
 use crate::config::Overrides;
 use crate::live::Live;
-use crate::run::{Control, Server};
+use crate::run::{Control, Runner};
 
 /// Runs the demo until `shutdown` completes. `listen` defaults to
 /// `127.0.0.1:8080`, or a free port if that one is taken. `program` is how
@@ -60,9 +60,9 @@ pub async fn run(
         verify: Some(false),
         ..Overrides::default()
     };
-    let start = |listen: SocketAddr| -> Result<Server, DemoError> {
+    let start = |listen: SocketAddr| -> Result<Runner, DemoError> {
         let live = Live::start(None, overrides(listen)).map_err(DemoError::Load)?;
-        Server::bind(Arc::new(live)).map_err(DemoError::Bind)
+        Runner::bind(Arc::new(live)).map_err(DemoError::Bind)
     };
     let server = match listen {
         Some(addr) => start(addr)?,

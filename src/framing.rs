@@ -31,7 +31,7 @@
 //! [`head_len`] is the size of a request head as `limits.max_header_bytes`
 //! counts it, the same way for HTTP/1 and HTTP/2.
 
-use http::header::{HeaderMap, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
+use http::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING, USER_AGENT};
 use http::{Method, Uri, Version};
 
 use crate::canonical::split_authority;
@@ -144,6 +144,14 @@ pub fn h2_list_size_bound(max_len: usize, fields: usize) -> usize {
     max_len
         .saturating_add(fields.saturating_mul(28))
         .saturating_add(140)
+}
+
+/// The host asked for: the request-target's authority (absolute form), or
+/// else the Host header, when it is text.
+pub fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
+    uri.authority()
+        .map(|a| a.as_str())
+        .or_else(|| host.and_then(|h| h.to_str().ok()))
 }
 
 #[cfg(test)]

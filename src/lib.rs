@@ -4,11 +4,12 @@
 //!
 //! # Life of a request
 //!
-//! 1. [`run::Server`] binds the listeners and starts one event loop per
+//! 1. [`run::Runner`] binds the listeners and starts one event loop per
 //!    worker; [`server`] accepts a connection there (plain, or TLS with the
 //!    certificate [`tls`] picks by SNI) and runs hyper's HTTP/1 or HTTP/2
 //!    server on it with [`service::handle`] as the service, reading the
-//!    current state from the [`live`] cell that a reload swaps.
+//!    current [`state`] (the snapshot a reload swaps, and the worker's own
+//!    part derived from it).
 //! 2. `handle` classifies the User-Agent, [`verify`]s a robot's claim to a
 //!    crawler operator (a table lookup; DNS, bounded in time, only where
 //!    the ranges do not settle it), borrows the request's method,
@@ -23,8 +24,9 @@
 //!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
 //!    An HTTP/1.1 upgrade (WebSocket) the upstream accepts with 101 is
 //!    spliced both ways by [`tunnel`] in the connection's own task.
-//! 4. Each request's [`observe::Outcome`] goes, when its response body is
-//!    done, to the process's one [`observe::Observer`]: the access log.
+//! 4. Each request's [`observe::Outcome`] is recorded when its response
+//!    body is done: counted, and written to the process's access log
+//!    ([`state::Process`]).
 //!
 //! # Layout
 //!
@@ -40,6 +42,8 @@
 //!   store and refresh.
 //! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
 //!   [`framing`] refuses request heads an upstream could read differently.
+//! * [`state`]: the process's state, the snapshot a reload replaces, each
+//!   worker's own part, and where they are built.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
 //!   running state and its reload; [`run`]: the one entry that binds,
 //!   serves and obeys control events (reload, drain, exit), used by `main`
@@ -72,6 +76,7 @@ pub mod server;
 pub mod service;
 pub mod shed;
 pub mod sitemap;
+pub mod state;
 #[doc(hidden)]
 pub mod testing;
 pub mod tls;

@@ -7,10 +7,11 @@
 //! (creating `verify.state_dir`, opening the access log); any failure is
 //! a start-up error naming the key or file. [`Live::reload`] repeats the
 //! same loading; only
-//! if all of it succeeds does it swap the request-path state and the
-//! certificate store, so a reload that fails validation leaves the running
-//! state untouched. Requests already in flight keep the `Arc<Shared>` they
-//! started with; the next request sees the new one. Settings that only a
+//! if all of it succeeds does it swap the snapshot and the certificate
+//! store, so a reload that fails validation leaves the running state
+//! untouched. Requests already in flight keep the `Arc<Snapshot>` they
+//! started with; the next request sees the new one. The process's state
+//! (and its caches, where their settings did not change) is kept. Settings that only a
 //! restart can apply (listen addresses, HTTP/2 on the TLS port) are
 //! reported, not silently ignored.
 
@@ -20,9 +21,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 
 use crate::config::{Config, ConfigError, Overrides};
-use crate::observe::Observer;
-use crate::server::Live as LiveShared;
-use crate::service::{SetupError, Shared};
+use crate::state::{Current, Process, SetupError, Snapshot, WorkerSlot};
 use crate::tls::{CertStore, Certs, TlsError};
 use crate::verify::store::StoreError;
 
@@ -44,8 +43,8 @@ pub enum LoadError {
 pub struct Loaded {
     /// The validated config.
     pub config: Config,
-    /// The request-path state built from it.
-    pub shared: Shared,
+    /// The snapshot built from it.
+    pub snapshot: Snapshot,
     /// The certificates, when a TLS listener is configured.
     pub certs: Option<CertStore>,
 }
@@ -53,7 +52,8 @@ pub struct Loaded {
 /// Reads the config file (if any) with `overrides`, then the rules, the
 /// local range lists, the upstream's TLS roots and the certificate
 /// folder, and checks that the access log and the state folder can be
-/// opened or created; the state built reports to `observer`. Nothing is
+/// opened or created; the snapshot uses `process`'s caches where their
+/// settings did not change. Nothing is
 /// created or written: what start-up and a reload do after it,
 /// [`prepare`] and the log's opening, cannot fail on what it checked.
 ///
@@ -63,11 +63,11 @@ pub struct Loaded {
 pub fn load(
     path: Option<&Path>,
     overrides: &Overrides,
-    observer: &Arc<Observer>,
+    process: &Arc<Process>,
     for_start: bool,
 ) -> Result<Loaded, LoadError> {
     let config = Config::load(path, overrides)?;
-    let shared = Shared::new(&config, Arc::clone(observer))
+    let snapshot = Snapshot::new(&config, Arc::clone(process))
         .map_err(|err| setup_error(err, path, overrides))?;
     if let (true, Some(file)) = (for_start, &config.restart.log_file) {
         check_file_writable(file).map_err(|why| in_file(path, "log.file", why))?;
@@ -85,7 +85,7 @@ pub fn load(
     };
     Ok(Loaded {
         config,
-        shared,
+        snapshot,
         certs,
     })
 }
@@ -252,16 +252,6 @@ fn writable(path: &Path, folder: bool) -> std::io::Result<()> {
     rustix::fs::accessat(rustix::fs::CWD, path, access, AtFlags::EACCESS).map_err(Into::into)
 }
 
-/// `n` copies of `shared`, each with its own upstream pool.
-fn per_worker(shared: Shared, n: usize) -> Vec<Shared> {
-    let mut all = Vec::with_capacity(n.max(1));
-    for _ in 1..n {
-        all.push(shared.for_worker());
-    }
-    all.push(shared);
-    all
-}
-
 /// What a successful reload changed and could not change.
 #[derive(Debug)]
 pub struct Reloaded {
@@ -275,47 +265,51 @@ pub struct Reloaded {
 pub struct Live {
     config_path: Option<PathBuf>,
     overrides: Overrides,
-    /// The request-path state of each worker thread, read per request.
-    pub shared: Vec<Arc<LiveShared>>,
+    /// The snapshot in effect, swapped whole by a reload.
+    pub current: Arc<Current>,
+    /// Each worker thread's state, derived from the snapshot in effect.
+    pub workers: Vec<Arc<WorkerSlot>>,
     /// The TLS listener's certificates, when there is one.
     pub certs: Option<Arc<Certs>>,
     /// The config in effect (listen addresses are the ones bound at start).
     running: Mutex<Config>,
-    /// The process-wide part, handed to every state a reload builds.
-    pub observer: Arc<Observer>,
+    /// The process's state, handed to every snapshot a reload builds.
+    pub process: Arc<Process>,
 }
 
 impl Live {
     /// Loads everything for the first time.
     pub fn start(config_path: Option<PathBuf>, overrides: Overrides) -> Result<Self, LoadError> {
-        let observer = Arc::new(Observer::new());
+        let process = Arc::new(Process::new());
         let Loaded {
             config,
-            shared,
+            snapshot,
             certs,
-        } = load(config_path.as_deref(), &overrides, &observer, true)?;
+        } = load(config_path.as_deref(), &overrides, &process, true)?;
         prepare(&config, config_path.as_deref())?;
-        observer
+        process
             .start_log(config.restart.log_file.as_deref())
             .map_err(|e| {
                 let file = config.restart.log_file.as_deref().unwrap_or(Path::new("-"));
                 let why = format!("{}: cannot be opened: {e}", file.display());
                 in_file(config_path.as_deref(), "log.file", why)
             })?;
-        observer
+        process
             .ranges
-            .configure(shared.verify.as_ref().map(|v| v.setup.clone()));
-        let shared = per_worker(shared, config.restart.workers)
-            .into_iter()
-            .map(|s| Arc::new(ArcSwap::from_pointee(s)))
+            .configure(snapshot.verify.as_ref().map(|v| v.setup.clone()));
+        process.keep(&snapshot.caches, false);
+        let current = Arc::new(ArcSwap::from_pointee(snapshot));
+        let workers = (0..config.restart.workers.max(1))
+            .map(|_| Arc::new(WorkerSlot::new(Arc::clone(&current))))
             .collect();
         Ok(Self {
             config_path,
             overrides,
-            shared,
+            current,
+            workers,
             certs: certs.map(|c| Arc::new(Certs::new(c))),
             running: Mutex::new(config),
-            observer,
+            process,
         })
     }
 
@@ -332,12 +326,12 @@ impl Live {
     pub fn reload(&self) -> Result<Reloaded, LoadError> {
         let Loaded {
             config,
-            shared,
+            snapshot,
             certs,
         } = load(
             self.config_path.as_deref(),
             &self.overrides,
-            &self.observer,
+            &self.process,
             false,
         )?;
         prepare(&config, self.config_path.as_deref())?;
@@ -347,9 +341,9 @@ impl Live {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let restart_needed = running.restart_needed(&config);
         // Lists whose source did not change keep their copies.
-        self.observer
+        self.process
             .ranges
-            .configure(shared.verify.as_ref().map(|v| v.setup.clone()));
+            .configure(snapshot.verify.as_ref().map(|v| v.setup.clone()));
         let mut certificates = 0;
         // A TLS listener cannot be added or removed without a restart (that
         // is reported above); while there is one, its certificates follow.
@@ -357,22 +351,19 @@ impl Live {
             certificates = store.loaded.len();
             live.replace(store);
         }
-        for (cell, shared) in self
-            .shared
-            .iter()
-            .zip(per_worker(shared, self.shared.len()))
-        {
-            // Each worker keeps its own pool when the upstream is the same.
-            let shared = shared.keeping_pool_of(&cell.load());
-            cell.store(Arc::new(shared));
-        }
+        // The caches whose settings did not change are the snapshot's
+        // already; the others start empty now.
+        self.process.keep(&snapshot.caches, true);
+        // Each worker derives its own state from it at its next request,
+        // keeping its pool when the upstream is the same.
+        self.current.store(Arc::new(snapshot));
         // A reload that turns shedding off (or on again): the gauge says
         // what the requests will now see.
         let level = config
             .shed
             .as_ref()
-            .map_or(0, |_| self.observer.load.level());
-        self.observer.metrics.shed_level(level);
+            .map_or(0, |_| self.process.load.level());
+        self.process.metrics.shed_level(level);
         let previous = std::mem::replace(&mut *running, config);
         running.keep_restart_settings(previous);
         Ok(Reloaded {

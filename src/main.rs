@@ -12,7 +12,7 @@ use crawlgate::classify::{classify_lines, Classifier};
 use crawlgate::config::Overrides;
 use crawlgate::live::Live;
 use crawlgate::rules::RuleLists;
-use crawlgate::run::{Control, Server, Stopped};
+use crawlgate::run::{Control, Runner, Stopped};
 use crawlgate::tls::certificate_notes;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
@@ -185,7 +185,7 @@ fn run_proxy(args: RunArgs) -> ExitCode {
             // Handlers first, so that no signal meets the default action
             // once anything is bound.
             let signals = Signals::install()?;
-            let server = Server::bind(live)?;
+            let server = Runner::bind(live)?;
             let (events, control) = tokio::sync::mpsc::channel(4);
             tokio::select! {
                 stopped = server.run(control) => Ok(stopped?),
@@ -253,12 +253,12 @@ fn systemd_state_dir() -> Option<PathBuf> {
 /// is what `Live::start` runs before it creates the state folder and opens
 /// the access log, so what passes here starts (ports aside).
 fn check_config(file: &std::path::Path) -> ExitCode {
-    let observer = Arc::new(crawlgate::observe::Observer::new());
+    let process = Arc::new(crawlgate::state::Process::new());
     let overrides = Overrides {
         default_state_dir: systemd_state_dir(),
         ..Overrides::default()
     };
-    match crawlgate::live::load(Some(file), &overrides, &observer, true) {
+    match crawlgate::live::load(Some(file), &overrides, &process, true) {
         Ok(loaded) => {
             let config = loaded.config;
             let tls = config

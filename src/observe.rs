@@ -1,18 +1,14 @@
-//! What crawlgate saw, in one place: each request's [`Outcome`], handed
-//! to the one [`Observer`] that counts it in the metrics and writes it to
-//! the access log.
+//! What crawlgate saw, in one place: each request's [`Outcome`], counted
+//! in the metrics of the snapshot it was served with and written to the
+//! process's access log ([`crate::state::Process`]).
 //!
-//! The observer belongs to the process: it is created once, at start, and
-//! every state a reload builds holds the same `Arc` of it, so what it
-//! keeps outlives reloads. The record is finished when the response body
+//! The record is finished when the response body
 //! has been sent (or the exchange ended), so it carries the bytes sent and
 //! the total time; [`Observed`] is the response body that does that.
 
 use std::net::IpAddr;
-use std::path::Path;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
@@ -22,14 +18,11 @@ use http::{Method, Request, StatusCode, Uri, Version};
 use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
-use crate::access_log::AccessLog;
 use crate::classify::{Reason, RobotClass, UaClass, Verdict};
-use crate::metrics::{InFlight, Metrics};
+use crate::metrics::InFlight;
 use crate::proxy::BodyBytes;
 use crate::response::Body;
-use crate::service::Shared;
-use crate::shed::Load;
-use crate::verify::store::RangeStore;
+use crate::state::Snapshot;
 use crate::verify::Identity;
 
 /// Longest path, host or request-target written to the access log, in
@@ -148,7 +141,7 @@ impl RequestLine {
     /// The host asked for: the request-target's authority, or the Host
     /// header when it is text.
     pub fn host(&self) -> Option<&str> {
-        crate::service::authority(&self.uri, self.host.as_ref())
+        crate::framing::authority(&self.uri, self.host.as_ref())
     }
 }
 
@@ -199,158 +192,6 @@ impl Outcome {
     }
 }
 
-/// The process-wide observer: created once, shared by every state a
-/// reload builds. It holds the metrics, the health the admin listener
-/// reports, the access log's queue, and what outlives a reload: the
-/// upstream's load and the crawler range lists.
-#[derive(Debug)]
-pub struct Observer {
-    /// Every metric.
-    pub metrics: Arc<Metrics>,
-    /// What `/readyz` reports.
-    pub health: Health,
-    /// The upstream's load, for shedding.
-    pub load: Load,
-    /// The crawler operators' range lists, for verification.
-    pub ranges: Arc<RangeStore>,
-    log: OnceLock<AccessLog>,
-}
-
-impl Default for Observer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Observer {
-    /// An observer without an access log yet.
-    pub fn new() -> Self {
-        let metrics = Arc::new(Metrics::new());
-        let ranges = Arc::new(RangeStore::new(&metrics));
-        Self {
-            metrics,
-            health: Health::default(),
-            load: Load::default(),
-            ranges,
-            log: OnceLock::new(),
-        }
-    }
-
-    /// Opens the access log (`None` = standard error) and starts its
-    /// writer; once per process.
-    pub fn start_log(&self, file: Option<&Path>) -> std::io::Result<()> {
-        if self.log.get().is_some() {
-            return Ok(());
-        }
-        let log = AccessLog::start(file, Arc::clone(&self.metrics))?;
-        let _ = self.log.set(log);
-        Ok(())
-    }
-
-    /// Has the access log's writer open its file again (SIGUSR1).
-    pub fn reopen_log(&self) {
-        if let Some(log) = self.log.get() {
-            log.reopen();
-        }
-    }
-
-    /// Takes one finished request: counted, and queued for the log.
-    pub fn record(&self, shared: &Shared, outcome: Outcome) {
-        shared.counters.count(
-            outcome.route,
-            outcome.class(),
-            outcome.status.map_or(0, |s| s.as_u16()),
-        );
-        if outcome.request.is_none() {
-            return;
-        }
-        if let Some(log) = self.log.get() {
-            if !log.send(outcome, shared.log_format, Arc::clone(&shared.policy)) {
-                self.metrics.log_line_dropped();
-            }
-        }
-    }
-}
-
-/// What readiness depends on, updated as the process goes.
-#[derive(Debug)]
-pub struct Health {
-    epoch: Instant,
-    serving: AtomicBool,
-    draining: AtomicBool,
-    /// The drain's grace period is over.
-    closing: AtomicBool,
-    /// Milliseconds after `epoch` (+1) of the upstream's last answer; 0 =
-    /// never.
-    upstream_seen: AtomicU64,
-}
-
-impl Default for Health {
-    fn default() -> Self {
-        Self {
-            epoch: Instant::now(),
-            serving: AtomicBool::new(false),
-            draining: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            upstream_seen: AtomicU64::new(0),
-        }
-    }
-}
-
-impl Health {
-    /// The listeners are bound and the workers serve.
-    pub fn set_serving(&self) {
-        self.serving.store(true, Ordering::Release);
-    }
-
-    /// A drain has started: not ready any more.
-    pub fn set_draining(&self) {
-        self.draining.store(true, Ordering::Release);
-    }
-
-    /// A drain's grace period is over: the connections still open are
-    /// being closed.
-    pub fn set_closing(&self) {
-        self.closing.store(true, Ordering::Release);
-    }
-
-    /// Whether a drain's grace period is over (a request cut off now was
-    /// cut off by crawlgate, not by its client).
-    pub fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::Acquire)
-    }
-
-    /// The upstream answered (a response head, or a connection made).
-    /// Stores at most every 100 ms, so workers do not fight over the line.
-    pub fn upstream_answered(&self) {
-        let now = crate::proxy::millis_since(self.epoch) + 1;
-        if now.saturating_sub(self.upstream_seen.load(Ordering::Relaxed)) >= 100 {
-            self.upstream_seen.store(now, Ordering::Relaxed);
-        }
-    }
-
-    /// Why the process is not ready, if it is not, upstream aside.
-    pub fn not_ready(&self) -> Option<&'static str> {
-        if self.draining.load(Ordering::Acquire) {
-            Some("draining")
-        } else if !self.serving.load(Ordering::Acquire) {
-            Some("listeners not bound yet")
-        } else {
-            None
-        }
-    }
-
-    /// The upstream answered within `window`.
-    pub fn upstream_fresh(&self, window: Duration) -> bool {
-        let seen = self.upstream_seen.load(Ordering::Relaxed);
-        seen != 0 && crate::proxy::millis_since(self.epoch) + 1 - seen <= millis(window)
-    }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// Cuts a field for the log at a character boundary.
 pub fn truncate(s: &str) -> &str {
     if s.len() <= LOG_FIELD_MAX {
@@ -369,7 +210,9 @@ pub fn truncate(s: &str) -> &str {
 /// closed the connection), it is recorded all the same, as `aborted`.
 #[derive(Debug)]
 pub struct Pending {
-    shared: Arc<Shared>,
+    /// The snapshot the request was served with: its counters, its log
+    /// format, and the process.
+    snapshot: Arc<Snapshot>,
     /// Recorded already.
     done: bool,
     /// The record, filled in as the request goes on.
@@ -383,9 +226,9 @@ pub struct Pending {
 
 impl Pending {
     /// Starts the record of a request that arrived at `start`.
-    pub fn new(shared: Arc<Shared>, outcome: Outcome, start: Instant) -> Self {
+    pub fn new(snapshot: Arc<Snapshot>, outcome: Outcome, start: Instant) -> Self {
         Self {
-            shared,
+            snapshot,
             done: false,
             outcome,
             in_flight: None,
@@ -406,14 +249,14 @@ impl Pending {
     /// Who ended a request cut off now: crawlgate once a drain's grace
     /// period is over, its client before.
     fn cut_off_by(&self) -> Side {
-        if self.shared.observer.health.is_closing() {
+        if self.snapshot.process.health.is_closing() {
             Side::Proxy
         } else {
             Side::Client
         }
     }
 
-    /// Hands the outcome to the observer, once.
+    /// Counts the outcome and queues it for the access log, once.
     fn record(&mut self) {
         if std::mem::replace(&mut self.done, true) {
             return;
@@ -424,7 +267,20 @@ impl Pending {
             self.outcome.bytes_in = bytes.get();
         }
         let outcome = std::mem::take(&mut self.outcome);
-        self.shared.observer.record(&self.shared, outcome);
+        let snapshot = &self.snapshot;
+        snapshot.counters.count(
+            outcome.route,
+            outcome.class(),
+            outcome.status.map_or(0, |s| s.as_u16()),
+        );
+        if outcome.request.is_none() {
+            return;
+        }
+        if let Some(log) = snapshot.process.access_log() {
+            if !log.send(outcome, snapshot.log_format, Arc::clone(&snapshot.policy)) {
+                snapshot.process.metrics.log_line_dropped();
+            }
+        }
     }
 }
 
@@ -440,8 +296,8 @@ impl Drop for Pending {
 }
 
 pin_project_lite::pin_project! {
-    /// A response body that counts what it sends and hands the outcome to
-    /// the observer when it is done, fails, or is dropped (the client went
+    /// A response body that counts what it sends and records the outcome
+    /// when it is done, fails, or is dropped (the client went
     /// away).
     pub struct Observed {
         #[pin]

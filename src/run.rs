@@ -1,9 +1,9 @@
 //! The proxy as production runs it: bind every listener, serve on the
 //! worker threads, and obey control events until a drain completes.
 //!
-//! [`Server::bind`] binds the plain and TLS listeners once per worker
+//! [`Runner::bind`] binds the plain and TLS listeners once per worker
 //! (`SO_REUSEPORT`), so a bind error is reported before anything serves
-//! and the bound addresses (port 0 resolved) are known. [`Server::run`]
+//! and the bound addresses (port 0 resolved) are known. [`Runner::run`]
 //! starts the workers and then waits for [`Control`] events: a reload
 //! reads config, rules and certificates again and reports the outcome;
 //! a drain stops accepting and returns once the connections have finished
@@ -45,7 +45,7 @@ pub enum Control {
     ReopenLogs,
 }
 
-/// How [`Server::run`] ended.
+/// How [`Runner::run`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
     /// A drain completed: every connection finished or was closed at the
@@ -84,7 +84,7 @@ pub enum BindError {
 }
 
 /// The listeners, bound, with the state they will serve.
-pub struct Server {
+pub struct Runner {
     live: Arc<Live>,
     sockets: Vec<WorkerSockets>,
     admin: Option<std::net::TcpListener>,
@@ -92,7 +92,7 @@ pub struct Server {
     max_connections: usize,
 }
 
-impl Server {
+impl Runner {
     /// Binds every listener of the running config, once per worker.
     pub fn bind(live: Arc<Live>) -> Result<Self, BindError> {
         let restart = live.config().restart;
@@ -159,7 +159,7 @@ impl Server {
     /// Serves until a [`Control::Drain`] has completed or a
     /// [`Control::Exit`] arrives. A closed `control` channel drains.
     pub async fn run(self, mut control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
-        let Server {
+        let Runner {
             live,
             sockets,
             admin,
@@ -167,7 +167,7 @@ impl Server {
             max_connections,
         } = self;
         log_start(&live, addrs);
-        let observer = Arc::clone(&live.observer);
+        let process = Arc::clone(&live.process);
         // Served on this thread, apart from the workers; ends with `run`.
         let _admin = match admin {
             Some(listener) => {
@@ -181,17 +181,17 @@ impl Server {
         };
         // The crawler range lists are kept fresh on this thread, apart
         // from the workers; the task ends with `run`.
-        let _ranges = AbortOnDrop(tokio::spawn(Arc::clone(&observer.ranges).run()));
+        let _ranges = AbortOnDrop(tokio::spawn(Arc::clone(&process.ranges).run()));
         // Shedding's clock, on this thread too: the level follows the load
         // when no request comes along (an idle site ends its shedding).
         let _shed_clock = AbortOnDrop(tokio::spawn(shed_clock(Arc::clone(&live))));
         let (stop_tx, stop_rx) = watch::channel(false);
-        let cells = live.shared.clone();
+        let slots = live.workers.clone();
         let served = tokio::task::spawn_blocking(move || {
-            crate::server::run_workers(sockets, cells, max_connections, stop_rx)
+            crate::server::run_workers(sockets, slots, max_connections, stop_rx)
         });
         tokio::pin!(served);
-        observer.health.set_serving();
+        process.health.set_serving();
         let status = format!("serving on {}", addrs.plain);
         notify(&[NotifyState::Ready, NotifyState::Status(&status)]);
         let workers_ended = |joined: Result<io::Result<()>, tokio::task::JoinError>| {
@@ -224,14 +224,14 @@ impl Server {
                             let _ = reply.send(outcome);
                         }
                     }
-                    Some(Control::ReopenLogs) => observer.reopen_log(),
+                    Some(Control::ReopenLogs) => process.reopen_log(),
                     Some(Control::Drain) | None => break,
                     Some(Control::Exit) => return Ok(Stopped::Exited),
                 },
             }
         }
         tracing::info!("draining connections; a second shutdown signal exits at once");
-        observer.health.set_draining();
+        process.health.set_draining();
         notify(&[NotifyState::Stopping, NotifyState::Status("draining")]);
         let _ = stop_tx.send(true);
         loop {
@@ -246,7 +246,7 @@ impl Server {
                     Some(Control::Reload(_)) => {
                         tracing::info!("reload ignored: draining");
                     }
-                    Some(Control::ReopenLogs) => observer.reopen_log(),
+                    Some(Control::ReopenLogs) => process.reopen_log(),
                     Some(Control::Drain) => {}
                     // Nobody can ask for an exit any more: wait for the drain.
                     None => {
@@ -263,7 +263,7 @@ impl Server {
 /// the upstream, the rules, the certificates.
 fn log_start(live: &Live, addrs: Addrs) {
     let config = live.config();
-    let shared = live.shared[0].load();
+    let shared = live.current.load();
     let rules = shared
         .rules_source
         .as_deref()
@@ -284,9 +284,9 @@ fn log_start(live: &Live, addrs: Addrs) {
     }
     match &config.verify {
         Some(verify) => {
-            let lists = live.observer.ranges.status(std::time::SystemTime::now());
+            let lists = live.process.ranges.status(std::time::SystemTime::now());
             // Copies read from state_dir only: a local file is not one.
-            let saved = live.observer.ranges.saved_copies();
+            let saved = live.process.ranges.saved_copies();
             tracing::info!(
                 lists = lists.len(),
                 from_saved_copies = saved,
@@ -310,7 +310,7 @@ fn certificate_metrics(live: &Live, store: &CertStore) {
         .loaded
         .iter()
         .flat_map(|cert| cert.names.iter().map(|name| (&**name, cert.not_after)));
-    live.observer.metrics.certificates(served);
+    live.process.metrics.certificates(served);
 }
 
 /// Tells systemd (`Type=notify`, `NOTIFY_SOCKET`) where the process is;
@@ -336,9 +336,7 @@ async fn shed_clock(live: Arc<Live>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Some(cell) = live.shared.first() {
-            crate::service::tick_shedding(&cell.load());
-        }
+        crate::service::tick_shedding(&live.current.load());
     }
 }
 
@@ -363,7 +361,7 @@ fn log_certificates(store: &CertStore) {
 }
 
 fn report_reload(live: &Live, outcome: &Result<Reloaded, LoadError>) {
-    live.observer.metrics.reloaded(outcome.is_ok());
+    live.process.metrics.reloaded(outcome.is_ok());
     match outcome {
         Ok(done) => {
             for (key, running, wanted) in &done.restart_needed {

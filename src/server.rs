@@ -2,7 +2,7 @@
 //!
 //! [`run_workers`] serves sockets bound by [`bind_reuseport`] (plain HTTP,
 //! and HTTPS when configured) on one event loop per worker thread, until
-//! told to stop; [`crate::run::Server`] drives it. The plain port speaks
+//! told to stop; [`crate::run::Runner`] drives it. The plain port speaks
 //! HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
 //! `h2` or `http/1.1`.
@@ -14,8 +14,8 @@
 //! above `limits.max_header_bytes` (the limit itself is the service's,
 //! see [`h1_read_cap`]), and one cap on concurrent connections across
 //! both listeners. The request-path state is read from
-//! the [`Live`] cell per request, so a reload reaches the next request
-//! while in-flight ones finish with the state they started with.
+//! the worker's [`WorkerSlot`] per request, so a reload reaches the next
+//! request while in-flight ones finish with the state they started with.
 //!
 //! Shutdown: the listeners are dropped first (new connections are
 //! refused), every connection is told to drain (finish its requests in
@@ -31,7 +31,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -43,11 +42,9 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Protocol;
-use crate::service::{self, ConnInfo, Shared};
+use crate::service::{self, ConnInfo};
+use crate::state::{Snapshot, WorkerSlot};
 use crate::tunnel::UpgradeSlot;
-
-/// The request-path state, swapped whole on reload.
-pub type Live = ArcSwap<Shared>;
 
 /// Most concurrent streams per HTTP/2 connection.
 const H2_MAX_STREAMS: u32 = 128;
@@ -104,20 +101,20 @@ pub fn bind_reuseport(addr: SocketAddr, n: usize) -> io::Result<Vec<std::net::Tc
 }
 
 /// Runs one single-threaded event loop per worker, each on its own thread
-/// with its own sockets and its own state cell (its own upstream pool), so
+/// with its own sockets and its own state (its own upstream pool), so
 /// that a connection and everything it does stay on one core, as with
 /// nginx's worker processes. All of them stop when `stop` turns true, and
 /// this returns when every worker has drained. One connection cap holds
 /// across the workers.
 pub fn run_workers(
     sockets: Vec<WorkerSockets>,
-    cells: Vec<Arc<Live>>,
+    slots: Vec<Arc<WorkerSlot>>,
     max_connections: usize,
     stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(max_connections));
     let mut threads = Vec::with_capacity(sockets.len());
-    for (i, (sockets, cell)) in sockets.into_iter().zip(cells).enumerate() {
+    for (i, (sockets, slot)) in sockets.into_iter().zip(slots).enumerate() {
         let permits = Arc::clone(&permits);
         let mut stop = stop.clone();
         let thread = std::thread::Builder::new()
@@ -138,7 +135,7 @@ pub fn run_workers(
                         let _ = stop.wait_for(|&stop| stop).await;
                     };
                     let listeners = Listeners { plain, tls };
-                    serve(listeners, cell, permits, max_connections, shutdown).await
+                    serve(listeners, slot, permits, max_connections, shutdown).await
                 })
             })?;
         threads.push(thread);
@@ -158,14 +155,14 @@ pub fn run_workers(
 /// back = drained.
 async fn serve(
     listeners: Listeners,
-    live: Arc<Live>,
+    slot: Arc<WorkerSlot>,
     permits: Arc<Semaphore>,
     max_connections: usize,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let (phase_tx, phase_rx) = watch::channel(Phase::Serve);
     let ctx = AcceptCtx {
-        live: &live,
+        slot: &slot,
         permits: &permits,
         phase: phase_rx,
     };
@@ -183,14 +180,14 @@ async fn serve(
     tokio::join!(plain, tls, stop);
     drop(ctx);
 
-    let grace = live.load().shutdown_grace;
+    let grace = slot.snapshot().shutdown_grace;
     let all = u32::try_from(max_connections).unwrap_or(u32::MAX);
     tracing::debug!(grace = ?grace, "draining connections");
     tokio::select! {
         _ = permits.acquire_many(all) => tracing::debug!("all connections drained"),
         () = tokio::time::sleep(grace) => {
             tracing::warn!("grace period over; closing remaining connections");
-            live.load().observer.health.set_closing();
+            slot.snapshot().process.health.set_closing();
             let _ = phase_tx.send(Phase::Close);
             // Closing is immediate; wait a moment for the tasks to notice.
             let _ = tokio::time::timeout(Duration::from_secs(1), permits.acquire_many(all)).await;
@@ -212,15 +209,15 @@ enum Phase {
 
 #[derive(Clone)]
 struct AcceptCtx<'a> {
-    live: &'a Arc<Live>,
+    slot: &'a Arc<WorkerSlot>,
     permits: &'a Arc<Semaphore>,
     phase: watch::Receiver<Phase>,
 }
 
-/// Connection builders for one generation of [`Shared`], rebuilt when a
-/// reload changes it, and shared by the connections (one `Arc` each).
+/// Connection builders for one [`Snapshot`], rebuilt when a reload
+/// changes it, and shared by the connections (one `Arc` each).
 struct Builders {
-    shared: Arc<Shared>,
+    shared: Arc<Snapshot>,
     /// HTTP/1 only (plain port without h2c; TLS with ALPN `http/1.1`):
     /// hyper's own, since the auto builder's upgradeable connection reads
     /// the first bytes before the header-read timeout starts.
@@ -254,7 +251,7 @@ fn h1_read_cap(limit: usize) -> usize {
 }
 
 impl Builders {
-    fn new(shared: Arc<Shared>) -> Self {
+    fn new(shared: Arc<Snapshot>) -> Self {
         let limits = &shared.limits;
         let read_cap = h1_read_cap(limits.max_header_bytes);
         // The same HTTP/1 settings on hyper's builder and on the auto
@@ -296,7 +293,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
     let scheme = if tls.is_some() { "https" } else { "http" };
     // Every connection of a listener arrives on its port.
     let local_port = listener.local_addr().map_or(0, |a| a.port());
-    let mut builders = Arc::new(Builders::new(ctx.live.load_full()));
+    let mut builders = Arc::new(Builders::new(ctx.slot.snapshot()));
     let mut backoff = Duration::from_millis(5);
     loop {
         let permit = tokio::select! {
@@ -323,12 +320,12 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             _ = ctx.phase.changed() => break,
         };
         let _ = stream.set_nodelay(true);
-        let current = ctx.live.load();
+        let current = ctx.slot.snapshot();
         if !Arc::ptr_eq(&current, &builders.shared) {
-            builders = Arc::new(Builders::new(arc_swap::Guard::into_inner(current)));
+            builders = Arc::new(Builders::new(current));
         }
         let conn = Conn {
-            live: Arc::clone(ctx.live),
+            worker: Arc::clone(ctx.slot),
             builders: Arc::clone(&builders),
             info: ConnInfo {
                 peer,
@@ -367,7 +364,7 @@ async fn tls_task(
 
 /// One accepted connection and what serving it needs.
 struct Conn {
-    live: Arc<Live>,
+    worker: Arc<WorkerSlot>,
     builders: Arc<Builders>,
     info: ConnInfo,
     phase: watch::Receiver<Phase>,
@@ -390,7 +387,7 @@ impl Conn {
                 return;
             }
         }
-        let metrics = &self.builders.shared.observer.metrics;
+        let metrics = &self.builders.shared.process.metrics;
         let _open = metrics.connection(if h2c {
             Protocol::http1_or_h2c
         } else {
@@ -407,7 +404,7 @@ impl Conn {
         // that size for the connection's life.
         let accept = Box::pin(async move { acceptor.accept(stream).await.map(Box::new) });
         let handshake = tokio::time::timeout(timeout, accept);
-        let metrics = Arc::clone(&self.builders.shared.observer.metrics);
+        let metrics = Arc::clone(&self.builders.shared.process.metrics);
         let stream = tokio::select! {
             done = handshake => match done {
                 Ok(Ok(stream)) => {
@@ -457,7 +454,7 @@ impl Conn {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let Conn {
-            live,
+            worker,
             builders,
             info,
             phase,
@@ -470,7 +467,7 @@ impl Conn {
         let upgrades = Arc::clone(&slot);
         let service = service_fn(move |req| {
             let upgrades = Some(Arc::clone(&upgrades));
-            Box::pin(service::handle(live.load_full(), info, upgrades, req))
+            Box::pin(service::handle(worker.get(), info, upgrades, req))
         });
         let quiet = std::future::pending();
         if matches!(proto, Proto::H1) {
@@ -496,11 +493,7 @@ impl Conn {
         // service (and its copy of the slot) went with the connection.
         let tunnel = Arc::try_unwrap(slot).ok().and_then(OnceLock::into_inner);
         if let Some(tunnel) = tunnel {
-            let _open = builders
-                .shared
-                .observer
-                .metrics
-                .connection(Protocol::tunnel);
+            let _open = builders.shared.process.metrics.connection(Protocol::tunnel);
             let mut phase = phase;
             let close = async move {
                 let _ = phase.wait_for(|p| *p == Phase::Close).await;
@@ -514,7 +507,7 @@ impl Conn {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let Conn {
-            live,
+            worker,
             builders,
             info,
             phase,
@@ -529,7 +522,7 @@ impl Conn {
         };
         let service = service_fn(move |req| {
             let stream = StreamGuard::new(Arc::clone(&activity));
-            let res = service::handle(live.load_full(), info, None, req);
+            let res = service::handle(worker.get(), info, None, req);
             async move {
                 let res = res.await?;
                 Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))

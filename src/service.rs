@@ -3,403 +3,42 @@
 //! [`handle`] gathers the [`Facts`] of a request, asks [`policy::decide`],
 //! and carries the [`Decision`] out: a synthetic response from
 //! [`response`], or [`Upstream::forward`]. It fills in the request's
-//! [`Outcome`], which its response body hands to the observer.
+//! [`Outcome`], which its response body records when it is done.
 //! It is the only module where policy, proxy and responses meet.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use http::header::{
     HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH,
     STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING, USER_AGENT,
 };
-use http::{Method, Request, Response, StatusCode, Uri, Version};
+use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Cached, Probe};
-use crate::classify::{Classifier, RobotClass, UaClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
-use crate::config::LogFormat;
-use crate::config::{Config, Limits, Spoofed, VerifyConfig};
+use crate::classify::UaClass;
+use crate::config::Limits;
 use crate::framing;
 use crate::logging::LogLimiter;
-use crate::metrics::{Metrics, RequestCounters};
-use crate::observe::{Observed, Observer, Outcome, Pending, RequestLine, Route, Side};
-use crate::policy::{self, CacheProbe, Decision, Facts, Policy};
-use crate::proxy::{self, ClientInfo, ProxyError, Upstream, UpstreamTlsError};
+use crate::metrics::Metrics;
+use crate::observe::{Observed, Outcome, Pending, RequestLine, Route, Side};
+use crate::policy::{self, CacheProbe, Decision, Facts};
+use crate::proxy::{self, ClientInfo, ProxyError};
 use crate::response::{self, Body};
-use crate::robots::Robots;
-use crate::rules::{RuleLists, RulesError};
-use crate::shed::{Change, Pressure, Reading, ShedPolicy, UnknownClass};
+use crate::shed::{Change, Pressure, Reading, ShedPolicy};
 use crate::sitemap::{self, serve::Sitemaps};
+use crate::state::{Snapshot, Worker};
 use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
-use crate::verify::dns::{DnsChecker, DnsSetup, DnsSetupError};
-use crate::verify::signature::{self, Agents, SignatureChecker, Signed};
-use crate::verify::store::{Fetcher, FetcherError, RangeStore, Setup, Source};
-use crate::verify::{
-    by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, OperatorsError, Step,
-};
-
-/// What a reload replaces, built from a [`Config`]: everything a request
-/// needs, and the settings a connection takes when it is accepted
-/// ([`ConnSettings`]). Immutable: a reload builds a new one and swaps the
-/// `Arc`; a request in flight keeps the one it started with. What only a
-/// restart changes is in [`crate::config::Restart`], read once when the
-/// listeners are bound.
-#[derive(Debug)]
-pub struct Shared {
-    /// The decision's inputs (shared by the workers' copies).
-    pub policy: Arc<Policy>,
-    /// The robots.txt responder (shared by the workers' copies).
-    pub robots: Arc<Robots>,
-    /// The upstream client, with a connection pool per worker.
-    pub upstream: Upstream,
-    /// Write access-log lines.
-    pub access_log: bool,
-    /// Shutdown grace period, read when a drain starts.
-    pub shutdown_grace: Duration,
-    /// Where the rules came from (`None` = embedded).
-    pub rules_source: Option<PathBuf>,
-    /// Resource limits of a request (and the head limits a connection
-    /// takes at accept).
-    pub limits: Limits,
-    /// `Strict-Transport-Security` for HTTPS responses that lack one.
-    pub hsts: Option<HeaderValue>,
-    /// What a connection takes when it is accepted and keeps for its life.
-    pub conn: ConnSettings,
-    /// The process-wide observer (the same one across reloads).
-    pub observer: Arc<Observer>,
-    /// The request counters of these rules (shared by the workers' copies).
-    pub counters: Arc<RequestCounters>,
-    /// The access log's format.
-    pub log_format: LogFormat,
-    /// The robots-only cache, when on (shared by the workers' copies; a
-    /// reload starts an empty one).
-    pub bot_cache: Option<Arc<BotCache>>,
-    /// Verifying crawler claims, when on.
-    pub verify: Option<Verify>,
-    /// The robot class header's value per class, built with the rules.
-    pub class_values: Arc<ClassValues>,
-    /// The crawler operators (`rules/crawlers.toml`), for AI claims when
-    /// verification is off (on, the range store's copy is used).
-    pub operators: Arc<Operators>,
-    /// The sitemap folder served at `/sitemaps/`, when there is one.
-    pub sitemaps: Option<Sitemaps>,
-}
-
-/// Crawler verification's part of the request-path state.
-#[derive(Debug)]
-pub struct Verify {
-    /// What the process-wide range store is set to hold.
-    pub setup: Setup,
-    /// Reverse-then-forward DNS, when on (each worker its own resolver).
-    pub dns: Option<DnsChecker>,
-    /// Web Bot Auth signatures, when on (each worker its own client).
-    pub signatures: Option<SignatureChecker>,
-}
-
-impl Verify {
-    fn for_worker(&self) -> Self {
-        Self {
-            setup: self.setup.clone(),
-            // A resolver that cannot be built again (the system's
-            // configuration vanished) leaves that worker without DNS.
-            dns: self.dns.as_ref().and_then(|d| d.for_worker().ok()),
-            signatures: self.signatures.as_ref().map(SignatureChecker::for_worker),
-        }
-    }
-}
-
-/// `X-Crawler-Class` values, one per rule and for the classes no rule
-/// names: a robot's header is a reference-counted clone, never an
-/// allocation.
-#[derive(Debug)]
-pub struct ClassValues {
-    per_rule: Vec<HeaderValue>,
-    unknown: HeaderValue,
-    empty: HeaderValue,
-}
-
-impl ClassValues {
-    /// The values of `classifier`'s lists.
-    pub fn new(classifier: &Classifier) -> Self {
-        let mut by_list: Vec<(&str, HeaderValue)> = Vec::new();
-        let per_rule = classifier
-            .rules()
-            .iter()
-            .map(|rule| {
-                if let Some((_, value)) = by_list.iter().find(|(l, _)| *l == &*rule.list) {
-                    return value.clone();
-                }
-                let value = HeaderValue::from_str(&rule.list)
-                    .unwrap_or_else(|_| HeaderValue::from_static(UNKNOWN_CLASS));
-                by_list.push((&rule.list, value.clone()));
-                value
-            })
-            .collect();
-        Self {
-            per_rule,
-            unknown: HeaderValue::from_static(UNKNOWN_CLASS),
-            empty: HeaderValue::from_static(NO_USER_AGENT_CLASS),
-        }
-    }
-
-    /// A robot's class header ([`Verdict::robot_class`]: a spoofed claim
-    /// is `unknown`); `None` for humans.
-    pub fn of(&self, class: RobotClass) -> Option<HeaderValue> {
-        Some(match class {
-            RobotClass::Human => return None,
-            RobotClass::Listed(rule) => self.per_rule.get(rule).unwrap_or(&self.unknown).clone(),
-            RobotClass::NoUserAgent => self.empty.clone(),
-            RobotClass::Unknown => self.unknown.clone(),
-        })
-    }
-}
-
-/// The settings of a connection, taken when it is accepted: a reload
-/// reaches the connections accepted after it.
-#[derive(Clone, Copy, Debug)]
-pub struct ConnSettings {
-    /// Request-header read timeout (also the TLS handshake's and the
-    /// HTTP/1 keep-alive idle time).
-    pub header_read_timeout: Duration,
-    /// Accept h2c with prior knowledge on the plain port.
-    pub h2c: bool,
-    /// Close an HTTP/2 connection without open streams after this long.
-    pub http2_idle_timeout: Duration,
-    /// Close an upgraded tunnel idle this long.
-    pub websocket_idle_timeout: Duration,
-}
-
-/// Why the request-path state cannot be built from a valid config.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    /// The rules folder is unusable.
-    #[error(transparent)]
-    Rules(#[from] RulesError),
-    /// The upstream's TLS settings are unusable.
-    #[error(transparent)]
-    UpstreamTls(#[from] UpstreamTlsError),
-    /// `[shed] order` names a class the rules do not have.
-    #[error("shed.order: {0}")]
-    Shed(#[from] UnknownClass),
-    /// The crawler operators' file is unusable.
-    #[error(transparent)]
-    Operators(#[from] OperatorsError),
-    /// `[verify.ranges]` names a list the operators' file does not have.
-    #[error("verify.ranges: {0}")]
-    VerifyRanges(String),
-    /// The DNS resolver cannot be set up.
-    #[error(transparent)]
-    Dns(#[from] DnsSetupError),
-    /// The client for lists and key directories cannot be set up.
-    #[error(transparent)]
-    Fetcher(#[from] FetcherError),
-    /// The sitemap folder is not a folder.
-    #[error("sitemap_dir {0}: no such folder (create it, or leave sitemap_dir out)")]
-    SitemapDir(PathBuf),
-}
-
-impl Shared {
-    /// Loads the rules and builds the request-path state for `config`,
-    /// reporting to `observer`.
-    pub fn new(config: &Config, observer: Arc<Observer>) -> Result<Self, SetupError> {
-        let lists = match &config.rules_dir {
-            Some(dir) => RuleLists::from_dir(dir)?,
-            None => RuleLists::embedded(),
-        };
-        let classifier = Classifier::new(&lists)?;
-        let counters = Arc::new(RequestCounters::new(&observer.metrics, &classifier));
-        let shed = match &config.shed {
-            Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
-            None => None,
-        };
-        let operators = Arc::new(match &config.rules_dir {
-            Some(dir) => Operators::from_dir(dir)?,
-            None => Operators::embedded(),
-        });
-        let verify = match &config.verify {
-            Some(v) => Some(verify_state(v, Arc::clone(&operators))?),
-            None => None,
-        };
-        let sitemaps = match &config.sitemap_dir {
-            Some(dir) if !dir.is_dir() => return Err(SetupError::SitemapDir(dir.clone())),
-            Some(dir) => Some(Sitemaps {
-                dir: dir.clone(),
-                cache_control: config.sitemap_cache_control.clone(),
-            }),
-            None => None,
-        };
-        let mut robots = Robots::new(
-            &config.blocked_params,
-            &config.robots_disallow,
-            &config.robots_extra,
-            config.sitemap_dir.clone(),
-        );
-        if let Some(ai) = &config.ai {
-            robots = robots.with_ai(ai, &operators);
-        }
-        let class_values = Arc::new(ClassValues::new(&classifier));
-        Ok(Self {
-            policy: Arc::new(Policy {
-                classifier,
-                blocked_params: config.blocked_params.clone(),
-                redirect: config.redirect.clone(),
-                shed,
-                spoofed: config.verify.as_ref().map_or(Spoofed::Log, |v| v.spoofed),
-                ai: config.ai,
-                sitemaps: sitemaps.is_some(),
-            }),
-            sitemaps,
-            robots: Arc::new(robots),
-            upstream: Upstream::new(config)?,
-            access_log: config.access_log,
-            shutdown_grace: config.proxy.shutdown_grace,
-            rules_source: lists.source,
-            limits: config.limits.clone(),
-            hsts: config.tls.as_ref().and_then(|t| t.hsts.clone()),
-            conn: ConnSettings {
-                header_read_timeout: config.proxy.header_read_timeout,
-                h2c: config.proxy.h2c,
-                http2_idle_timeout: config.proxy.http2_idle_timeout,
-                websocket_idle_timeout: config.proxy.websocket_idle_timeout,
-            },
-            bot_cache: config
-                .bot_cache
-                .clone()
-                .map(|c| Arc::new(BotCache::new(c, &observer.metrics))),
-            observer,
-            counters,
-            log_format: config.log_format,
-            verify,
-            class_values,
-            operators,
-        })
-    }
-}
-
-/// The operators (from the rules folder, or embedded), each list's source
-/// (official, or the config's replacement), and the DNS checker.
-fn verify_state(config: &VerifyConfig, operators: Arc<Operators>) -> Result<Verify, SetupError> {
-    let mut sources: Vec<Source> = operators
-        .lists
-        .iter()
-        .map(|l| Source::Url(l.url.clone()))
-        .collect();
-    let mut local = vec![None; sources.len()];
-    for (operator, list, source) in &config.ranges {
-        let name = format!("{operator}.{list}");
-        let Some(i) = operators.list(&name) else {
-            let known: Vec<&str> = operators.lists.iter().map(|l| &*l.name).collect();
-            return Err(SetupError::VerifyRanges(format!(
-                "{name}: no such list (the lists are {})",
-                known.join(", ")
-            )));
-        };
-        let source = Source::parse(source);
-        if let Source::File(path) = &source {
-            // A typo or a broken file is an error now (at start, in
-            // check-config, refusing a reload), not an unverified list
-            // forever.
-            let nets = crate::verify::store::read_local(path)
-                .map_err(|err| SetupError::VerifyRanges(format!("{name}: {err}")))?;
-            local[i] = Some(Arc::new(nets));
-        }
-        sources[i] = source;
-    }
-    let fetcher = Fetcher::new(config.ca_file.as_deref())?;
-    let agents = match &config.signature_agents {
-        None => Agents::Public,
-        Some(extra) => Agents::Listed(
-            operators
-                .operators
-                .iter()
-                .flat_map(|op| op.signature.iter().cloned())
-                .chain(extra.iter().map(|a| a.as_str().into()))
-                .collect(),
-        ),
-    };
-    let signatures = config.signatures.then(|| {
-        SignatureChecker::new(
-            fetcher.for_worker(),
-            agents,
-            config.directory_timeout,
-            config.dns_max_inflight,
-        )
-    });
-    let dns = if config.dns {
-        let setup = DnsSetup {
-            server: config.resolver,
-            wait: config.dns_timeout,
-            max_inflight: config.dns_max_inflight,
-        };
-        match (DnsChecker::new(setup), config.resolver) {
-            (Ok(dns), _) => Some(dns),
-            // A configured server that cannot be used is an error; a host
-            // without a resolver configuration (a bare container) keeps
-            // the ranges and goes without DNS.
-            (Err(e), Some(_)) => return Err(e.into()),
-            (Err(e), None) => {
-                tracing::warn!(error = %e, "verify: no system resolver; reverse DNS is off (set verify.resolver)");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    Ok(Verify {
-        setup: Setup {
-            operators,
-            sources,
-            local,
-            state_dir: config.state_dir.clone(),
-            refresh: config.refresh,
-            fetcher,
-        },
-        dns,
-        signatures,
-    })
-}
-
-impl Shared {
-    /// A copy for another worker thread: the same rules and settings, and
-    /// an upstream connection pool of its own.
-    pub fn for_worker(&self) -> Self {
-        Self {
-            policy: Arc::clone(&self.policy),
-            robots: Arc::clone(&self.robots),
-            upstream: self.upstream.with_own_pool(),
-            access_log: self.access_log,
-            shutdown_grace: self.shutdown_grace,
-            rules_source: self.rules_source.clone(),
-            limits: self.limits.clone(),
-            hsts: self.hsts.clone(),
-            conn: self.conn,
-            observer: Arc::clone(&self.observer),
-            counters: Arc::clone(&self.counters),
-            log_format: self.log_format,
-            bot_cache: self.bot_cache.clone(),
-            verify: self.verify.as_ref().map(Verify::for_worker),
-            class_values: Arc::clone(&self.class_values),
-            operators: Arc::clone(&self.operators),
-            sitemaps: self.sitemaps.clone(),
-        }
-    }
-
-    /// This state, keeping `old`'s upstream connection pool where the
-    /// upstream did not change (see [`Upstream::keeping_pool_of`]).
-    #[must_use]
-    pub fn keeping_pool_of(mut self, old: &Shared) -> Self {
-        self.upstream = self.upstream.keeping_pool_of(&old.upstream);
-        self
-    }
-}
+use crate::verify::signature::{self, Signed};
+use crate::verify::store::RangeStore;
+use crate::verify::{by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, Step};
 
 /// What the connection tells about each of its requests.
 #[derive(Clone, Copy, Debug)]
@@ -416,14 +55,16 @@ pub struct ConnInfo {
 /// `upgrades` is the HTTP/1 connection's slot for a tunnel: a forwarded
 /// upgrade request whose upstream answers 101 leaves its two halves there
 /// (`None` on HTTP/2, which does not upgrade). The response body carries
-/// the request's [`Outcome`] to the observer when it is done.
+/// the request's [`Outcome`] to its record when it is done. `worker` is
+/// the serving worker's state for the snapshot in effect.
 pub async fn handle(
-    shared: Arc<Shared>,
+    worker: Arc<Worker>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     req: Request<Incoming>,
 ) -> Result<Response<Observed>, Infallible> {
     let start = Instant::now();
+    let shared = &worker.snapshot;
     let version = req.version();
     let head = req.method() == Method::HEAD;
     let tls = conn.scheme == "https";
@@ -436,8 +77,8 @@ pub async fn handle(
         tls,
         ..Outcome::default()
     };
-    let mut pending = Pending::new(Arc::clone(&shared), outcome, start);
-    let mut res = respond(&shared, conn, upgrades, req, &mut pending).await;
+    let mut pending = Pending::new(Arc::clone(shared), outcome, start);
+    let mut res = respond(&worker, conn, upgrades, req, &mut pending).await;
     pending.outcome.status = Some(res.status());
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
@@ -459,23 +100,24 @@ pub async fn handle(
 }
 
 async fn respond(
-    shared: &Arc<Shared>,
+    worker: &Worker,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     mut req: Request<Incoming>,
     pending: &mut Pending,
 ) -> Response<Body> {
+    let shared = &*worker.snapshot;
     let scheme = conn.scheme;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
         return res;
     }
 
-    let authority = authority(req.uri(), req.headers().get(HOST));
+    let authority = framing::authority(req.uri(), req.headers().get(HOST));
     let start = pending.start();
     let pressure = match &shared.policy.shed {
         Some(shed) => {
-            let metrics = &shared.observer.metrics;
-            shared.observer.load.pressure(
+            let metrics = &shared.process.metrics;
+            shared.process.load.pressure(
                 shed,
                 metrics.upstream_in_flight_now(),
                 start,
@@ -497,7 +139,7 @@ async fn respond(
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
     let (identity, ai) = match &shared.verify {
-        Some(verify) => {
+        Some(_) => {
             let request = signature::Request {
                 method: req.method(),
                 scheme,
@@ -511,7 +153,7 @@ async fn respond(
             let robot = (verdict.class == UaClass::Bot)
                 .then_some(user_agent)
                 .flatten();
-            verify_request(&shared.observer.ranges, verify, &request, robot, &client).await
+            verify_request(&shared.process.ranges, worker, &request, robot, &client).await
         }
         None => match (verdict.class, user_agent) {
             (UaClass::Bot, Some(ua)) if shared.policy.ai.is_some_and(|ai| ai.enforce) => {
@@ -520,7 +162,7 @@ async fn respond(
             _ => (None, None),
         },
     };
-    let bot_cache = shared.bot_cache.as_deref();
+    let bot_cache = shared.caches.bot.as_deref();
     let (decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
         let lookup = || match bot_cache {
@@ -632,7 +274,7 @@ async fn respond(
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(
-                shared,
+                worker,
                 conn,
                 req,
                 verdict.class,
@@ -648,7 +290,7 @@ async fn respond(
 
 #[allow(clippy::too_many_arguments)]
 async fn forward(
-    shared: &Shared,
+    worker: &Worker,
     conn: ConnInfo,
     req: Request<Incoming>,
     class: UaClass,
@@ -657,7 +299,8 @@ async fn forward(
     found: Probe,
     pending: &mut Pending,
 ) -> Response<Body> {
-    let observer = &shared.observer;
+    let shared = &*worker.snapshot;
+    let process = &shared.process;
     let method = req.method().clone();
     let client = ClientInfo {
         peer: conn.peer.ip(),
@@ -667,9 +310,9 @@ async fn forward(
         robot,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
-    pending.in_flight = Some(observer.metrics.upstream_in_flight());
+    pending.in_flight = Some(process.metrics.upstream_in_flight());
     let sent = Instant::now();
-    let result = shared
+    let result = worker
         .upstream
         .forward(req, client, protocol, &mut pending.body_bytes)
         .await;
@@ -677,12 +320,12 @@ async fn forward(
     pending.outcome.upstream_time = Some(elapsed);
     let upstream_failed = matches!(&result, Err(err) if err.upstream_cause().is_some());
     if shared.policy.shed.is_some() && (result.is_ok() || upstream_failed) {
-        observer.load.record(elapsed, sent + elapsed);
+        process.load.record(elapsed, sent + elapsed);
     }
     match result {
         Ok(mut res) => {
-            observer.metrics.upstream_answered(elapsed);
-            observer.health.upstream_answered();
+            process.metrics.upstream_answered(elapsed);
+            process.health.upstream_answered();
             if res.status() == StatusCode::SWITCHING_PROTOCOLS {
                 // `Upstream::forward` answers 101 only to an upgrade
                 // request, which has its client half here.
@@ -696,7 +339,7 @@ async fn forward(
                     let _ = slot.set(tunnel);
                 }
             }
-            if let (UaClass::Bot, Some(cache)) = (class, &shared.bot_cache) {
+            if let (UaClass::Bot, Some(cache)) = (class, &shared.caches.bot) {
                 if cache::is_upstream_failure(res.status()) {
                     if let Some(entry) = cache::stale_entry(&found) {
                         return stale_answer(cache, entry, &method, pending);
@@ -736,12 +379,12 @@ async fn forward(
 /// it spoofed; a directory not had in time settles nothing.
 async fn verify_request(
     store: &RangeStore,
-    verify: &Verify,
+    worker: &Worker,
     request: &signature::Request<'_>,
     robot: Option<&[u8]>,
     client: &(dyn Fn() -> IpAddr + Sync),
 ) -> (Option<Identity>, Option<AiKind>) {
-    if let Some(checker) = verify
+    if let Some(checker) = worker
         .signatures
         .as_ref()
         .filter(|_| signature::is_candidate(request.headers))
@@ -783,7 +426,7 @@ async fn verify_request(
         }
     }
     match robot {
-        Some(ua) => match verify_claim(store, verify, ua, client).await {
+        Some(ua) => match verify_claim(store, worker, ua, client).await {
             Some((identity, ai)) => (Some(identity), ai),
             None => (None, None),
         },
@@ -798,7 +441,7 @@ async fn verify_request(
 /// (rate-limited).
 async fn verify_claim(
     store: &RangeStore,
-    verify: &Verify,
+    worker: &Worker,
     ua: &[u8],
     client: &(dyn Fn() -> IpAddr + Sync),
 ) -> Option<(Identity, Option<AiKind>)> {
@@ -807,7 +450,7 @@ async fn verify_claim(
         let claim = set.operators.claim(ua)?;
         let client = client();
         let found = set.table.lookup(client);
-        let step = by_ranges(&claim, found, set.loaded, verify.dns.is_some());
+        let step = by_ranges(&claim, found, set.loaded, worker.dns.is_some());
         match step {
             Step::Done(identity) => {
                 set.count(Some(claim.operator), identity);
@@ -821,7 +464,7 @@ async fn verify_claim(
         }
     };
     debug_assert_eq!(step, Step::AskDns);
-    let answer = match &verify.dns {
+    let answer = match &worker.dns {
         Some(dns) => dns.check(client).await,
         None => DnsAnswer::Failed,
     };
@@ -851,10 +494,10 @@ fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, m
 /// Steps the shedding level from the process's clock, with no request
 /// (see [`crate::shed::Load::tick`]): calm is seen when it begins and the
 /// level, its gauge and its log line drop on time on an idle site.
-pub fn tick_shedding(shared: &Shared) {
+pub fn tick_shedding(shared: &Snapshot) {
     if let Some(shed) = &shared.policy.shed {
-        let metrics = &shared.observer.metrics;
-        shared.observer.load.tick(
+        let metrics = &shared.process.metrics;
+        shared.process.load.tick(
             shed,
             metrics.upstream_in_flight_now(),
             Instant::now(),
@@ -920,7 +563,7 @@ static UPSTREAM_FAILURES: LogLimiter = LogLimiter::new(5);
 /// A 502 or 504 is the operator's business: its cause at `warn`, a few
 /// lines a second however many requests fail. A client-side failure (a
 /// broken request body) stays at `debug`.
-fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
+fn log_upstream_failure(shared: &Snapshot, err: &ProxyError, status: StatusCode) {
     let Some(cause) = err.upstream_cause() else {
         tracing::debug!(error = %ErrorChain(err), "request failed on the client's side");
         return;
@@ -941,7 +584,7 @@ fn log_upstream_failure(shared: &Shared, err: &ProxyError, status: StatusCode) {
 /// The answer to a forward that failed, counted and logged: a robot's
 /// `stale` copy when the upstream is what failed, else the error.
 fn failed(
-    shared: &Shared,
+    shared: &Snapshot,
     err: &ProxyError,
     pending: &mut Pending,
     stale: Option<&Arc<cache::Entry>>,
@@ -954,9 +597,9 @@ fn failed(
         Side::Client
     };
     pending.outcome.error = Some((err.kind(), side));
-    shared.observer.metrics.upstream_error(err.kind(), side);
+    shared.process.metrics.upstream_error(err.kind(), side);
     log_upstream_failure(shared, err, res.status());
-    match (side, stale, &shared.bot_cache) {
+    match (side, stale, &shared.caches.bot) {
         (Side::Upstream, Some(entry), Some(cache)) => stale_answer(cache, entry, method, pending),
         _ => res,
     }
@@ -984,14 +627,6 @@ fn error_response(err: &ProxyError) -> Response<Body> {
         ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
         ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
     }
-}
-
-/// The host asked for: the request-target's authority (absolute form), or
-/// else the Host header, when it is text.
-pub(crate) fn authority<'a>(uri: &'a Uri, host: Option<&'a HeaderValue>) -> Option<&'a str> {
-    uri.authority()
-        .map(|a| a.as_str())
-        .or_else(|| host.and_then(|h| h.to_str().ok()))
 }
 
 /// Requests refused before any decision: CONNECT (405), a head over

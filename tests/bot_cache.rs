@@ -417,7 +417,7 @@ impl Here {
             ..Overrides::default()
         };
         let live = Live::start(Some(path), overrides).expect("valid config");
-        let shared = live.shared[0].load_full();
+        let slot = Arc::clone(&live.workers[0]);
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
@@ -431,9 +431,8 @@ impl Here {
                     local_port: addr.port(),
                     scheme: "http",
                 };
-                let shared = Arc::clone(&shared);
-                let service =
-                    service_fn(move |req| service::handle(Arc::clone(&shared), conn, None, req));
+                let slot = Arc::clone(&slot);
+                let service = service_fn(move |req| service::handle(slot.get(), conn, None, req));
                 tokio::spawn(async move {
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -674,4 +673,128 @@ async fn a_body_read_whole_that_fails_is_a_502_or_504() {
     assert_eq!(res.status, 200, "{}", res.head);
     assert_eq!(res.text(), "hello");
     assert_eq!(res.header("age"), Some("61"));
+}
+
+/// The real binary's standard error, line by line, as it comes.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// The lines logged until the reload's outcome (within 10 s).
+fn until_reloaded(lines: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no reload outcome within 10 s: {seen:#?}"));
+        let done = line.contains("reload: new config") || line.contains("reload failed");
+        seen.push(line);
+        if done {
+            return seen;
+        }
+    }
+}
+
+/// The robots cache belongs to the process: a reload (SIGHUP to the real
+/// binary, as every certificate renewal sends) that leaves `[bot_cache]`
+/// as it was keeps its entries, so a robot's page is still answered from
+/// memory and the site is not asked again; a reload that resizes it
+/// starts an empty one, says so in one line, and the next robot's request
+/// reaches the site.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_robots_cache_outlives_a_reload_and_a_resize_empties_it() {
+    let site = Site::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crawlgate.toml");
+    let addr = support::process::free_addr();
+    let write = |size: &str, disallow: &str| {
+        let text = format!(
+            "listen = \"{addr}\"\nupstream = \"{}\"\n\
+             [proxy]\nworkers = 2\n[log]\nfile = {log:?}\n[verify]\nenabled = false\n\
+             [robots]\ndisallow = [\"{disallow}\"]\n\
+             [bot_cache]\nttl = \"10m\"\nsize = \"{size}\"\n",
+            site.url(),
+            log = dir.path().join("access.log").display().to_string(),
+        );
+        std::fs::write(&path, text).expect("write config");
+    };
+    write("64MiB", "/admin/");
+    let mut proxy = support::process::start_logging(
+        &["--config", path.to_str().expect("utf-8 path")],
+        addr,
+        std::process::Stdio::piped(),
+        "info",
+    );
+    let lines = stderr_lines(&mut proxy.0);
+
+    let first = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
+    assert_eq!(first.header("age"), None, "from the site");
+    let again = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
+    assert!(
+        again.header("age").is_some(),
+        "from the cache: {}",
+        again.head
+    );
+    assert_eq!(site.seen("/kept", GOOGLEBOT), 1);
+
+    // A reload that changes something else: the entry is still there.
+    write("64MiB", "/private/");
+    proxy.signal("HUP");
+    let logged = until_reloaded(&lines);
+    assert!(
+        logged
+            .last()
+            .is_some_and(|l| l.contains("reload: new config")),
+        "{logged:#?}"
+    );
+    assert!(
+        !logged.iter().any(|l| l.contains("bot_cache:")),
+        "the cache was kept: {logged:#?}"
+    );
+    let robots = get(addr, "example.com", "/robots.txt", Some(GOOGLEBOT)).await;
+    assert!(robots.text().contains("Disallow: /private/"), "reloaded");
+    let after = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
+    assert_eq!(after.text(), "page /kept");
+    assert!(
+        after.header("age").is_some(),
+        "from the cache: {}",
+        after.head
+    );
+    assert_eq!(
+        site.seen("/kept", GOOGLEBOT),
+        1,
+        "the site was not asked again"
+    );
+
+    // A resize: a new, empty cache, and the log says so.
+    write("32MiB", "/private/");
+    proxy.signal("HUP");
+    let logged = until_reloaded(&lines);
+    let resized: Vec<&String> = logged.iter().filter(|l| l.contains("bot_cache:")).collect();
+    assert_eq!(resized.len(), 1, "{logged:#?}");
+    assert!(
+        resized[0].contains("bot_cache: settings changed, the cache starts empty")
+            && resized[0].contains("size=33554432"),
+        "{}",
+        resized[0]
+    );
+    let emptied = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
+    assert_eq!(emptied.header("age"), None, "from the site");
+    assert_eq!(site.seen("/kept", GOOGLEBOT), 2);
+    let refilled = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
+    assert!(refilled.header("age").is_some(), "the new cache fills");
+    assert_eq!(site.seen("/kept", GOOGLEBOT), 2);
 }

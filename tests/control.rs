@@ -1,4 +1,4 @@
-//! The library entry production runs (`crawlgate::run::Server`), driven by
+//! The library entry production runs (`crawlgate::run::Runner`), driven by
 //! control events in-process: reload and drain with several workers.
 
 mod support;

@@ -30,12 +30,21 @@ const LOOKUP_DEADLINE: Duration = Duration::from_secs(5);
 /// Addresses whose answers are kept.
 const CACHE_ENTRIES: usize = 65_536;
 
+/// The answers by address, kept by the process across reloads and shared
+/// by every worker's checker.
+pub type Answers = Flights<IpAddr, DnsAnswer>;
+
+/// An empty answer cache for `setup` (its wait and its bound on lookups).
+pub fn answer_cache(setup: &DnsSetup) -> Arc<Answers> {
+    Arc::new(Flights::new(CACHE_ENTRIES, setup.max_inflight, setup.wait))
+}
+
 /// The DNS checker of one worker (each has its own resolver, whose
 /// sockets live on that worker's event loop) over the shared cache.
 #[derive(Clone)]
 pub struct DnsChecker {
     resolver: TokioResolver,
-    answers: Arc<Flights<IpAddr, DnsAnswer>>,
+    answers: Arc<Answers>,
     setup: DnsSetup,
 }
 
@@ -64,13 +73,20 @@ pub struct DnsSetup {
 pub struct DnsSetupError(String);
 
 impl DnsChecker {
-    /// A checker with an empty cache.
-    pub fn new(setup: DnsSetup) -> Result<Self, DnsSetupError> {
+    /// A checker over `answers` (the process's cache, see
+    /// [`answer_cache`]).
+    pub fn new(setup: DnsSetup, answers: Arc<Answers>) -> Result<Self, DnsSetupError> {
         Ok(Self {
             resolver: resolver(&setup)?,
-            answers: Arc::new(Flights::new(CACHE_ENTRIES, setup.max_inflight, setup.wait)),
+            answers,
             setup,
         })
+    }
+
+    /// Whether `other` has this one's settings and cache (a worker that
+    /// had it keeps its resolver).
+    pub fn same_as(&self, other: &Self) -> bool {
+        self.setup == other.setup && Arc::ptr_eq(&self.answers, &other.answers)
     }
 
     /// A copy for another worker: its own resolver, the same cache.

@@ -160,12 +160,22 @@ fn dictionary_member(values: &[String], key: &str) -> Option<String> {
         })
 }
 
+/// The key directories by URL, kept by the process across reloads and
+/// shared by every worker's checker.
+pub type Directories = Flights<Box<str>, Option<Arc<KeyRing>>>;
+
+/// An empty directory cache: a request waits at most `wait`, with at most
+/// `max_inflight` fetches at once.
+pub fn directory_cache(wait: Duration, max_inflight: usize) -> Arc<Directories> {
+    Arc::new(Flights::new(CACHE_ENTRIES, max_inflight, wait))
+}
+
 /// The signature checker of one worker (its own HTTPS client) over the
 /// shared directory cache.
 #[derive(Clone, Debug)]
 pub struct SignatureChecker {
     fetcher: Fetcher,
-    directories: Arc<Flights<Box<str>, Option<Arc<KeyRing>>>>,
+    directories: Arc<Directories>,
     agents: Arc<Agents>,
 }
 
@@ -229,12 +239,12 @@ fn is_public(ip: std::net::IpAddr) -> bool {
 }
 
 impl SignatureChecker {
-    /// A checker fetching the directories of `agents` with `fetcher`,
-    /// waiting at most `wait`, with at most `max_inflight` fetches at once.
-    pub fn new(fetcher: Fetcher, agents: Agents, wait: Duration, max_inflight: usize) -> Self {
+    /// A checker fetching the directories of `agents` with `fetcher` into
+    /// `directories` (the process's cache, see [`directory_cache`]).
+    pub fn new(fetcher: Fetcher, agents: Agents, directories: Arc<Directories>) -> Self {
         Self {
             fetcher,
-            directories: Arc::new(Flights::new(CACHE_ENTRIES, max_inflight, wait)),
+            directories,
             agents: Arc::new(agents),
         }
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use crawlgate::config::Overrides;
 use crawlgate::live::Live;
-use crawlgate::run::{Control, Server, Stopped};
+use crawlgate::run::{Control, Runner, Stopped};
 use http::{HeaderMap, Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Frame, Incoming};
@@ -302,7 +302,7 @@ impl hyper::body::Body for Chunks {
 }
 
 /// A crawlgate served in-process through the library entry production
-/// uses ([`crawlgate::run::Server`]), on free loopback ports, with one
+/// uses ([`crawlgate::run::Runner`]), on free loopback ports, with one
 /// worker unless the overrides ask for more.
 pub struct Proxy {
     pub addr: SocketAddr,
@@ -353,7 +353,7 @@ impl Proxy {
         let config_path = dir.path().join("crawlgate.toml");
         std::fs::write(&config_path, test_config(toml)).expect("write config");
         let live = Live::start(Some(config_path.clone()), overrides).expect("test config is valid");
-        let server = Server::bind(Arc::new(live)).expect("bind proxy");
+        let server = Runner::bind(Arc::new(live)).expect("bind proxy");
         let addrs = server.addrs();
         let (control, events) = mpsc::channel(4);
         let task = tokio::spawn(server.run(events));
