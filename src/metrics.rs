@@ -129,6 +129,19 @@ pub struct Metrics {
     verifications: Family<VerifyLabels, Counter>,
 }
 
+/// The crawler range store's metrics (`verify::store`).
+#[derive(Debug, Clone)]
+pub struct VerifyMetrics {
+    /// Seconds since each list's copy was fetched.
+    pub age: Family<ListLabels, Gauge>,
+    /// Prefixes in each list's copy.
+    pub prefixes: Family<ListLabels, Gauge>,
+    /// Fetches by list and result.
+    pub fetches: Family<ListResultLabels, Counter>,
+    /// Verifications by operator and result.
+    pub verifications: Family<VerifyLabels, Counter>,
+}
+
 /// The robots cache's metrics, handed to each cache a reload builds.
 #[derive(Debug)]
 pub struct BotCacheMetrics {
@@ -354,8 +367,8 @@ impl Metrics {
     }
 
     /// The range store's metrics.
-    pub fn verify(&self) -> crate::verify::store::VerifyMetrics {
-        crate::verify::store::VerifyMetrics {
+    pub fn verify(&self) -> VerifyMetrics {
+        VerifyMetrics {
             age: self.verify_list_age.clone(),
             prefixes: self.verify_list_prefixes.clone(),
             fetches: self.verify_fetches.clone(),

@@ -26,13 +26,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use ipnet::IpNet;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use super::Identity;
 use super::{parse_ranges, Lists, Operators, PrefixTable};
-use crate::metrics::{ListLabels, ListResultLabels, Metrics, VerifyLabels};
+use crate::metrics::{ListLabels, ListResultLabels, Metrics, VerifyLabels, VerifyMetrics};
 
 /// Where one list is read from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,19 +158,6 @@ struct Held {
 struct Inner {
     setup: Option<Setup>,
     held: Vec<Held>,
-}
-
-/// The store's metrics.
-#[derive(Debug, Clone)]
-pub struct VerifyMetrics {
-    /// Seconds since each list's copy was fetched.
-    pub age: Family<ListLabels, Gauge>,
-    /// Prefixes in each list's copy.
-    pub prefixes: Family<ListLabels, Gauge>,
-    /// Fetches by list and result.
-    pub fetches: Family<ListResultLabels, Counter>,
-    /// Verifications by operator and result.
-    pub verifications: Family<VerifyLabels, Counter>,
 }
 
 /// Why the store cannot be set up.
