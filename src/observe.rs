@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::access_log::AccessLog;
 use crate::classify::{Reason, RobotClass, UaClass, Verdict};
 use crate::metrics::{InFlight, Metrics};
-use crate::proxy::BodyBytes;
+use crate::proxy::body::BodyBytes;
 use crate::response::Body;
 use crate::service::Shared;
 use crate::shed::Load;
@@ -323,7 +323,7 @@ impl Health {
     /// The upstream answered (a response head, or a connection made).
     /// Stores at most every 100 ms, so workers do not fight over the line.
     pub fn upstream_answered(&self) {
-        let now = crate::proxy::millis_since(self.epoch) + 1;
+        let now = crate::clock::millis_since(self.epoch) + 1;
         if now.saturating_sub(self.upstream_seen.load(Ordering::Relaxed)) >= 100 {
             self.upstream_seen.store(now, Ordering::Relaxed);
         }
@@ -343,7 +343,7 @@ impl Health {
     /// The upstream answered within `window`.
     pub fn upstream_fresh(&self, window: Duration) -> bool {
         let seen = self.upstream_seen.load(Ordering::Relaxed);
-        seen != 0 && crate::proxy::millis_since(self.epoch) + 1 - seen <= millis(window)
+        seen != 0 && crate::clock::millis_since(self.epoch) + 1 - seen <= millis(window)
     }
 }
 

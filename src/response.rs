@@ -14,7 +14,7 @@ use http::header::{
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 
-use crate::proxy::ResponseBody;
+use crate::proxy::body::ResponseBody;
 use crate::robots::Representation;
 use crate::sitemap::serve::{Content, FileBody, Kind, Opened};
 use crate::validators::http_date;

@@ -620,7 +620,7 @@ async fn respond(
             // the client's half is taken before the request moves on.
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
             // HTTP/1.1 only.)
-            let protocol = proxy::requested_upgrade(req.version(), req.headers()).cloned();
+            let protocol = proxy::headers::requested_upgrade(req.version(), req.headers()).cloned();
             let upgrade = match (protocol, upgrades) {
                 (Some(protocol), Some(slot)) => {
                     Some((protocol, slot, hyper::upgrade::on(&mut req)))
@@ -705,9 +705,9 @@ async fn forward(
                 cache.count_forwarded(&found);
                 let stale = cache::stale_entry(&found).cloned();
                 if let Some(fill) = cache.fill(found, &method, res.status(), res.headers()) {
-                    match proxy::fill(res, fill).await {
-                        Ok(proxy::Filled::Streaming(streaming)) => res = streaming,
-                        Ok(proxy::Filled::Whole(whole)) => {
+                    match proxy::body::fill(res, fill).await {
+                        Ok(proxy::body::Filled::Streaming(streaming)) => res = streaming,
+                        Ok(proxy::body::Filled::Whole(whole)) => {
                             return whole.map(|body| {
                                 Either::Right(Either::Left(http_body_util::Full::new(body)))
                             })
