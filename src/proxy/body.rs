@@ -1,7 +1,11 @@
 //! The two bodies a forward streams: the client's request body on its
 //! way upstream (progress, byte count, size limit, whose failure) and the
-//! upstream's response body on its way back (idle timeout, copy into the
-//! robots cache), and the robots cache's fill read whole.
+//! upstream's response body on its way back (idle timeout, a copy taken
+//! as it passes), and a body read whole for its copy ([`fill`]).
+//!
+//! The copy is a [`BodyCopy`], an interface this module owns: the robots
+//! cache's fill implements it, so that the bodies know nothing of the
+//! cache.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,7 +20,6 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
 use super::error::{BodyError, ProxyError};
-use crate::cache::Fill;
 use crate::clock::Progress;
 
 /// What happened to a request body on its way upstream; shared between
@@ -141,7 +144,7 @@ pin_project_lite::pin_project! {
     /// makes hyper close the client connection without completing the
     /// message, so a stalled body is never presented as complete.
     ///
-    /// With a [`Fill`], the body is also copied into the robots cache as
+    /// With a [`BodyCopy`], the body is also copied (into the robots cache) as
     /// it passes, and kept there only once it has ended complete.
     #[derive(Debug)]
     pub struct ResponseBody {
@@ -150,15 +153,36 @@ pin_project_lite::pin_project! {
         #[pin]
         pub(super) idle: tokio::time::Sleep,
         pub(super) timeout: Duration,
-        pub(super) fill: Option<Box<Fill>>,
+        pub(super) fill: Option<Box<dyn BodyCopy>>,
     }
 }
 
 impl ResponseBody {
-    /// Copies the body into the robots cache as it passes.
-    pub fn fill(&mut self, fill: Fill) {
-        self.fill = Some(Box::new(fill));
+    /// Copies the body into `copy` as it passes.
+    pub fn fill(&mut self, copy: impl BodyCopy + 'static) {
+        self.fill = Some(Box::new(copy));
     }
+}
+
+/// A copy of a response body taken as it passes to the client (the
+/// robots cache's fill), kept only if the body ends complete.
+pub trait BodyCopy: std::fmt::Debug + Send + Sync {
+    /// One more piece of the body; `false` to stop copying (the copy is
+    /// then dropped, unkept).
+    fn push(&mut self, data: &[u8]) -> bool;
+
+    /// The body ended complete: keep the copy.
+    fn finish(self: Box<Self>);
+
+    /// The body's length when it should be read whole before the client
+    /// is answered ([`fill`]); `None` to let it stream.
+    fn reserve_whole(&mut self) -> Option<usize>;
+
+    /// Keeps the copy of a body read whole and answers with it, from the
+    /// response `parts` the upstream sent.
+    fn answer_whole(self, parts: http::response::Parts) -> Response<Bytes>
+    where
+        Self: Sized;
 }
 
 /// A robot's answer being copied into the robots cache.
@@ -167,12 +191,12 @@ pub enum Filled {
     /// Streaming to the robot, copied as it passes.
     Streaming(Response<ResponseBody>),
     /// Read whole, with the `ETag` the cache answers with (or `304` when
-    /// the robot's `If-None-Match` names it: [`Fill::answer_whole`]).
+    /// the robot's `If-None-Match` names it: [`BodyCopy::answer_whole`]).
     Whole(Response<Bytes>),
 }
 
 /// Copies the upstream's answer `res` into the robots cache through
-/// `fill`: read whole first when [`Fill::reserve_whole`] says so and the
+/// `fill`: read whole first when [`BodyCopy::reserve_whole`] says so and the
 /// body's length is known to be the `Content-Length` it declares, so that
 /// the robot's first answer carries the `ETag` of the cache's later ones
 /// (and its next visit can be a `304`); otherwise copied as it streams.
@@ -181,7 +205,10 @@ pub enum Filled {
 /// that fails or ends short is [`ProxyError::Body`] (502) and one that
 /// stalls [`ProxyError::BodyStalled`] (504): never a truncated answer
 /// sent as complete, and nothing kept.
-pub async fn fill(mut res: Response<ResponseBody>, mut fill: Fill) -> Result<Filled, ProxyError> {
+pub async fn fill(
+    mut res: Response<ResponseBody>,
+    mut fill: impl BodyCopy + 'static,
+) -> Result<Filled, ProxyError> {
     let declared = res.body().inner.size_hint().exact();
     let len = match fill.reserve_whole() {
         Some(len) if declared == Some(len as u64) => len,
@@ -218,10 +245,10 @@ pub async fn fill(mut res: Response<ResponseBody>, mut fill: Fill) -> Result<Fil
     Ok(Filled::Whole(fill.answer_whole(parts)))
 }
 
-/// Keeps a filled body in the robots cache.
-fn finish(fill: &mut Option<Box<Fill>>) {
+/// Keeps a copied body.
+fn finish(fill: &mut Option<Box<dyn BodyCopy>>) {
     if let Some(fill) = fill.take() {
-        let _kept = fill.finish();
+        fill.finish();
     }
 }
 
