@@ -947,7 +947,7 @@ fn failed(
     stale: Option<&Arc<cache::Entry>>,
     method: &Method,
 ) -> Response<Body> {
-    let res = error_response(err);
+    let res = response::forward_failed(err);
     let side = if err.upstream_cause().is_some() {
         Side::Upstream
     } else {
@@ -972,18 +972,6 @@ fn stale_answer(
 ) -> Response<Body> {
     pending.outcome.route = Route::Cache;
     cache.respond(entry, true, method, &HeaderMap::new(), Instant::now())
-}
-
-fn error_response(err: &ProxyError) -> Response<Body> {
-    match err {
-        ProxyError::Connect(_)
-        | ProxyError::Upstream(_)
-        | ProxyError::UnaskedSwitch
-        | ProxyError::Body(_) => response::bad_gateway(),
-        ProxyError::Timeout(_) | ProxyError::BodyStalled(_) => response::gateway_timeout(),
-        ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
-        ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
-    }
 }
 
 /// The host asked for: the request-target's authority (absolute form), or

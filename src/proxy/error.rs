@@ -1,8 +1,10 @@
-//! Why a request could not be forwarded ([`ProxyError`]), named for logs
-//! and metrics and, for the upstream's failures, in an operator's words.
+//! Why a request could not be forwarded ([`ProxyError`]): the one status
+//! each answers with, its name for logs and metrics and, for the
+//! upstream's failures, its cause in an operator's words.
 
 use std::time::Duration;
 
+use http::StatusCode;
 use hyper_util::client::legacy;
 
 /// Why a request could not be forwarded. Each maps to one status.
@@ -32,7 +34,7 @@ pub enum ProxyError {
     /// ask to: 502.
     #[error("the upstream answered 101 to a request that asked for no upgrade")]
     UnaskedSwitch,
-    /// The response body, read whole before answering ([`read_whole`]),
+    /// The response body, read whole before answering ([`fill`](super::body::fill)),
     /// failed (reset, closed before its `Content-Length`): 502.
     #[error("the upstream response body failed")]
     Body(#[source] BodyError),
@@ -43,6 +45,30 @@ pub enum ProxyError {
 }
 
 impl ProxyError {
+    /// The status the client is answered with: 502 when the upstream
+    /// failed, 504 when it was too slow, 400 or 413 when the client's
+    /// request was at fault.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ProxyError::Connect(_)
+            | ProxyError::Upstream(_)
+            | ProxyError::UnaskedSwitch
+            | ProxyError::Body(_) => StatusCode::BAD_GATEWAY,
+            ProxyError::Timeout(_) | ProxyError::BodyStalled(_) => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Target | ProxyError::ClientBody(_) => StatusCode::BAD_REQUEST,
+            ProxyError::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        }
+    }
+
+    /// Whether the client's connection is closed after the answer: when
+    /// its request is at fault (its body may be left part read).
+    pub fn closes_connection(&self) -> bool {
+        matches!(
+            self,
+            ProxyError::Target | ProxyError::ClientBody(_) | ProxyError::BodyTooLarge
+        )
+    }
+
     /// A short name for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -133,3 +159,27 @@ pub(super) fn stale_connection(err: &legacy::Error) -> bool {
 
 /// The error a request or response body ends with.
 pub type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each error answers with one status; only the client's close the
+    /// connection.
+    #[test]
+    fn each_error_has_one_status() {
+        let second = Duration::from_secs(1);
+        for (err, status, closes) in [
+            (ProxyError::UnaskedSwitch, 502, false),
+            (ProxyError::Body("cut".into()), 502, false),
+            (ProxyError::Timeout(second), 504, false),
+            (ProxyError::BodyStalled(second), 504, false),
+            (ProxyError::Target, 400, true),
+            (ProxyError::BodyTooLarge, 413, true),
+        ] {
+            assert_eq!(err.status().as_u16(), status, "{}", err.kind());
+            assert_eq!(err.closes_connection(), closes, "{}", err.kind());
+            assert_eq!(err.upstream_cause().is_some(), !closes, "{}", err.kind());
+        }
+    }
+}
