@@ -71,13 +71,24 @@ pub struct Stalled(Duration);
 #[derive(Debug)]
 pub struct RequestBody {
     /// `None` for a rebuilt body-less request.
-    pub(super) inner: Option<Incoming>,
-    pub(super) state: Option<Arc<BodyState>>,
-    pub(super) seen: u64,
-    pub(super) limit: Option<u64>,
+    inner: Option<Incoming>,
+    state: Option<Arc<BodyState>>,
+    seen: u64,
+    limit: Option<u64>,
 }
 
 impl RequestBody {
+    /// The client's body `inner`, held to `limit`, reporting to `state`
+    /// (none for a body-less request).
+    pub(super) fn new(inner: Incoming, state: Option<Arc<BodyState>>, limit: Option<u64>) -> Self {
+        Self {
+            inner: Some(inner),
+            state,
+            seen: 0,
+            limit,
+        }
+    }
+
     pub(super) fn empty() -> Self {
         Self {
             inner: None,
@@ -149,15 +160,25 @@ pin_project_lite::pin_project! {
     #[derive(Debug)]
     pub struct ResponseBody {
         #[pin]
-        pub(super) inner: Incoming,
+        inner: Incoming,
         #[pin]
-        pub(super) idle: tokio::time::Sleep,
-        pub(super) timeout: Duration,
-        pub(super) fill: Option<Box<dyn BodyCopy>>,
+        idle: tokio::time::Sleep,
+        timeout: Duration,
+        fill: Option<Box<dyn BodyCopy>>,
     }
 }
 
 impl ResponseBody {
+    /// The upstream's body `inner`, cut off after `timeout` without data.
+    pub(super) fn new(inner: Incoming, timeout: Duration) -> Self {
+        Self {
+            inner,
+            idle: tokio::time::sleep(timeout),
+            timeout,
+            fill: None,
+        }
+    }
+
     /// Copies the body into `copy` as it passes.
     pub fn fill(&mut self, copy: impl BodyCopy + 'static) {
         self.fill = Some(Box::new(copy));

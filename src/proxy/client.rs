@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
-use hyper_rustls::HttpsConnector;
+use http::uri::Scheme;
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::RootCertStore;
+use rustls_pki_types::ServerName;
 
 use super::body::RequestBody;
+use crate::config::Config;
 
 /// The upstream's TLS settings cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -54,10 +57,38 @@ impl PoolSettings {
     }
 }
 
+/// The connector to `config`'s upstream: TCP with the connect timeout and
+/// no delay; for an `https://` upstream, TLS verified against the roots
+/// (the system's or `proxy.upstream_ca`, read here) with the SNI override.
+pub(super) fn connector(config: &Config) -> Result<Connector, UpstreamTlsError> {
+    let mut http = HttpConnector::new();
+    http.set_connect_timeout(Some(config.proxy.connect_timeout));
+    http.set_nodelay(true);
+    http.enforce_http(false);
+    let https = config.upstream.scheme == Scheme::HTTPS;
+    let roots = if https {
+        upstream_roots(config.upstream.ca_file.as_deref())?
+    } else {
+        // Never used: an http:// upstream makes no TLS connection.
+        RootCertStore::empty()
+    };
+    let tls = crate::tls::client_config(roots)?;
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http();
+    let builder = match &config.upstream.sni {
+        Some(name) => {
+            let name = ServerName::try_from(name.clone())
+                .map_err(|_| UpstreamTlsError::Sni(name.clone()))?;
+            builder.with_server_name_resolver(FixedServerNameResolver::new(name))
+        }
+        None => builder,
+    };
+    Ok(builder.enable_http1().wrap_connector(http))
+}
+
 /// The CA certificates an `https://` upstream is verified against.
-pub(super) fn upstream_roots(
-    ca_file: Option<&std::path::Path>,
-) -> Result<RootCertStore, UpstreamTlsError> {
+fn upstream_roots(ca_file: Option<&std::path::Path>) -> Result<RootCertStore, UpstreamTlsError> {
     let mut roots = RootCertStore::empty();
     match ca_file {
         Some(path) => {

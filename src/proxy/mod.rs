@@ -10,6 +10,11 @@
 //! answer carries the cache's `ETag`. hyper re-frames both messages, which
 //! is why `Transfer-Encoding` and the other hop-by-hop headers are removed
 //! rather than copied.
+//!
+//! This module is the forwarder ([`Upstream`]: send, the one retry, the
+//! pool kept across reloads); [`headers`] rewrites the request's fields,
+//! [`body`] holds the two streaming bodies, `client` the pooled
+//! connections and their TLS, `error` what can fail and its status.
 
 pub mod body;
 mod client;
@@ -29,16 +34,12 @@ use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, HOST, UPGRADE
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, Version};
 use hyper::body::{Body, Incoming};
-use hyper_rustls::FixedServerNameResolver;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use ipnet::IpNet;
-use rustls::RootCertStore;
-use rustls_pki_types::ServerName;
 
 use crate::config::Config;
 use body::{BodyBytes, BodyState, RequestBody, ResponseBody};
-use client::{upstream_roots, Connector, PoolSettings};
+use client::{Connector, PoolSettings};
 use error::stale_connection;
 use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_hop, Rewrite};
 
@@ -69,30 +70,7 @@ impl Upstream {
     /// Builds the client; connects lazily. For an `https://` upstream the
     /// roots (system or `proxy.upstream_ca`) are read here.
     pub fn new(config: &Config) -> Result<Self, UpstreamTlsError> {
-        let mut http = HttpConnector::new();
-        http.set_connect_timeout(Some(config.proxy.connect_timeout));
-        http.set_nodelay(true);
-        http.enforce_http(false);
-        let https = config.upstream.scheme == Scheme::HTTPS;
-        let roots = if https {
-            upstream_roots(config.upstream.ca_file.as_deref())?
-        } else {
-            // Never used: an http:// upstream makes no TLS connection.
-            RootCertStore::empty()
-        };
-        let tls = crate::tls::client_config(roots)?;
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        let builder = match &config.upstream.sni {
-            Some(name) => {
-                let name = ServerName::try_from(name.clone())
-                    .map_err(|_| UpstreamTlsError::Sni(name.clone()))?;
-                builder.with_server_name_resolver(FixedServerNameResolver::new(name))
-            }
-            None => builder,
-        };
-        let connector = builder.enable_http1().wrap_connector(http);
+        let connector = client::connector(config)?;
         let pool = PoolSettings {
             idle_timeout: config.proxy.pool_idle_timeout,
             max_idle: config.proxy.pool_max_idle,
@@ -273,12 +251,7 @@ impl Upstream {
         let has_body = !body.is_end_stream();
         let state = has_body.then(|| Arc::new(BodyState::new()));
         *sent = state.clone().map(BodyBytes);
-        let body = RequestBody {
-            inner: Some(body),
-            state: state.clone(),
-            seen: 0,
-            limit: self.max_body_bytes,
-        };
+        let body = RequestBody::new(body, state.clone(), self.max_body_bytes);
         // A body-less idempotent request may be sent again once if the pooled
         // connection turns out to be dead (closed by the upstream as we
         // wrote): keep what is needed to rebuild it. Never for a request
@@ -345,12 +318,7 @@ impl Upstream {
                 .headers
                 .insert(CONNECTION, HeaderValue::from_static("upgrade"));
         }
-        let body = ResponseBody {
-            inner: body,
-            idle: tokio::time::sleep(self.body_idle_timeout),
-            timeout: self.body_idle_timeout,
-            fill: None,
-        };
+        let body = ResponseBody::new(body, self.body_idle_timeout);
         Ok(Response::from_parts(parts, body))
     }
 }
