@@ -61,6 +61,7 @@ use tokio::time::Instant;
 
 use crate::config::BotCacheConfig;
 use crate::metrics::Metrics;
+use crate::proxy::body::BodyCopy;
 use crate::response::{self, Body};
 use crate::validators::{etag_of, not_modified};
 
@@ -559,6 +560,25 @@ impl Fill {
         parts.status = StatusCode::NOT_MODIFIED;
         parts.headers = kept;
         Response::from_parts(parts, Bytes::new())
+    }
+}
+
+/// The response body copies itself into the cache through this.
+impl BodyCopy for Fill {
+    fn push(&mut self, data: &[u8]) -> bool {
+        Fill::push(self, data)
+    }
+
+    fn finish(self: Box<Self>) {
+        let _kept = Fill::finish(*self);
+    }
+
+    fn reserve_whole(&mut self) -> Option<usize> {
+        Fill::reserve_whole(self)
+    }
+
+    fn answer_whole(self, parts: http::response::Parts) -> Response<Bytes> {
+        Fill::answer_whole(self, parts)
     }
 }
 

@@ -58,6 +58,7 @@ pub mod admin;
 pub mod cache;
 pub mod canonical;
 pub mod classify;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod framing;

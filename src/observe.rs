@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::classify::{Reason, RobotClass, UaClass, Verdict};
 use crate::metrics::InFlight;
-use crate::proxy::BodyBytes;
+use crate::proxy::body::BodyBytes;
 use crate::response::Body;
 use crate::state::Snapshot;
 use crate::verify::Identity;

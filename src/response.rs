@@ -14,7 +14,8 @@ use http::header::{
 use http::{Response, StatusCode};
 use http_body_util::{Either, Full};
 
-use crate::proxy::ResponseBody;
+use crate::proxy::body::ResponseBody;
+use crate::proxy::ProxyError;
 use crate::robots::Representation;
 use crate::sitemap::serve::{Content, FileBody, Kind, Opened};
 use crate::validators::http_date;
@@ -173,6 +174,23 @@ pub fn gateway_timeout() -> Response<Body> {
         StatusCode::GATEWAY_TIMEOUT,
         "504 Gateway Timeout: the site did not answer in time.\n",
     )
+}
+
+/// The answer to a request that could not be forwarded: the text of the
+/// one status its error has ([`ProxyError::status`]), and the connection
+/// closed when the client's request was at fault.
+pub fn forward_failed(err: &ProxyError) -> Response<Body> {
+    let res = match err.status() {
+        StatusCode::GATEWAY_TIMEOUT => gateway_timeout(),
+        StatusCode::BAD_REQUEST => bad_request(),
+        StatusCode::PAYLOAD_TOO_LARGE => payload_too_large(),
+        _ => bad_gateway(),
+    };
+    if err.closes_connection() {
+        close(res)
+    } else {
+        res
+    }
 }
 
 /// 400 for a request crawlgate cannot route.

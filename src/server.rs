@@ -639,7 +639,7 @@ impl StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        let now = crate::proxy::millis_since(self.0.epoch);
+        let now = crate::clock::millis_since(self.0.epoch);
         self.0.quiet_since.store(now, Ordering::Release);
         self.0.streams.fetch_sub(1, Ordering::AcqRel);
     }

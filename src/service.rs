@@ -262,7 +262,7 @@ async fn respond(
             // the client's half is taken before the request moves on.
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
             // HTTP/1.1 only.)
-            let protocol = proxy::requested_upgrade(req.version(), req.headers()).cloned();
+            let protocol = proxy::headers::requested_upgrade(req.version(), req.headers()).cloned();
             let upgrade = match (protocol, upgrades) {
                 (Some(protocol), Some(slot)) => {
                     Some((protocol, slot, hyper::upgrade::on(&mut req)))
@@ -348,9 +348,9 @@ async fn forward(
                 cache.count_forwarded(&found);
                 let stale = cache::stale_entry(&found).cloned();
                 if let Some(fill) = cache.fill(found, &method, res.status(), res.headers()) {
-                    match proxy::fill(res, fill).await {
-                        Ok(proxy::Filled::Streaming(streaming)) => res = streaming,
-                        Ok(proxy::Filled::Whole(whole)) => {
+                    match proxy::body::fill(res, fill).await {
+                        Ok(proxy::body::Filled::Streaming(streaming)) => res = streaming,
+                        Ok(proxy::body::Filled::Whole(whole)) => {
                             return whole.map(|body| {
                                 Either::Right(Either::Left(http_body_util::Full::new(body)))
                             })
@@ -590,7 +590,7 @@ fn failed(
     stale: Option<&Arc<cache::Entry>>,
     method: &Method,
 ) -> Response<Body> {
-    let res = error_response(err);
+    let res = response::forward_failed(err);
     let side = if err.upstream_cause().is_some() {
         Side::Upstream
     } else {
@@ -615,18 +615,6 @@ fn stale_answer(
 ) -> Response<Body> {
     pending.outcome.route = Route::Cache;
     cache.respond(entry, true, method, &HeaderMap::new(), Instant::now())
-}
-
-fn error_response(err: &ProxyError) -> Response<Body> {
-    match err {
-        ProxyError::Connect(_)
-        | ProxyError::Upstream(_)
-        | ProxyError::UnaskedSwitch
-        | ProxyError::Body(_) => response::bad_gateway(),
-        ProxyError::Timeout(_) | ProxyError::BodyStalled(_) => response::gateway_timeout(),
-        ProxyError::Target | ProxyError::ClientBody(_) => response::close(response::bad_request()),
-        ProxyError::BodyTooLarge => response::close(response::payload_too_large()),
-    }
 }
 
 /// Requests refused before any decision: CONNECT (405), a head over

@@ -25,7 +25,7 @@ use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::proxy::Progress;
+use crate::clock::Progress;
 
 /// How long the two halves may take to be handed over after the 101.
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -249,7 +249,7 @@ impl Health {
     /// The upstream answered (a response head, or a connection made).
     /// Stores at most every 100 ms, so workers do not fight over the line.
     pub fn upstream_answered(&self) {
-        let now = crate::proxy::millis_since(self.epoch) + 1;
+        let now = crate::clock::millis_since(self.epoch) + 1;
         if now.saturating_sub(self.upstream_seen.load(Ordering::Relaxed)) >= 100 {
             self.upstream_seen.store(now, Ordering::Relaxed);
         }
@@ -269,7 +269,7 @@ impl Health {
     /// The upstream answered within `window`.
     pub fn upstream_fresh(&self, window: Duration) -> bool {
         let seen = self.upstream_seen.load(Ordering::Relaxed);
-        seen != 0 && crate::proxy::millis_since(self.epoch) + 1 - seen <= millis(window)
+        seen != 0 && crate::clock::millis_since(self.epoch) + 1 - seen <= millis(window)
     }
 }
 

@@ -1,0 +1,325 @@
+//! The two bodies a forward streams: the client's request body on its
+//! way upstream (progress, byte count, size limit, whose failure) and the
+//! upstream's response body on its way back (idle timeout, a copy taken
+//! as it passes), and a body read whole for its copy ([`fill`]).
+//!
+//! The copy is a [`BodyCopy`], an interface this module owns: the robots
+//! cache's fill implements it, so that the bodies know nothing of the
+//! cache.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::time::Instant;
+
+use super::error::{BodyError, ProxyError};
+use crate::clock::Progress;
+
+/// What happened to a request body on its way upstream; shared between
+/// the body (which writes) and the waiting request (which reads).
+#[derive(Debug)]
+pub(super) struct BodyState {
+    /// When data last arrived.
+    pub(super) progress: Progress,
+    /// [`Self::CLIENT_FAILED`], [`Self::TOO_LARGE`] or 0.
+    pub(super) outcome: AtomicU8,
+    /// Body bytes passed on so far.
+    pub(super) bytes: AtomicU64,
+}
+
+/// How many request-body bytes a forwarded request passed upstream.
+#[derive(Debug)]
+pub struct BodyBytes(pub(super) Arc<BodyState>);
+
+impl BodyBytes {
+    /// The count so far.
+    pub fn get(&self) -> u64 {
+        self.0.bytes.load(Ordering::Relaxed)
+    }
+}
+
+impl BodyState {
+    pub(super) const CLIENT_FAILED: u8 = 1;
+    pub(super) const TOO_LARGE: u8 = 2;
+
+    pub(super) fn new() -> Self {
+        Self {
+            progress: Progress::new(),
+            outcome: AtomicU8::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The upstream's response body paused longer than
+/// `limits.upstream_body_idle_timeout`.
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream response body stalled for {0:?}")]
+pub struct Stalled(Duration);
+
+/// The client's request body on its way upstream: notes when data last
+/// moved (so the response timeout does not cut off a live upload), counts
+/// bytes against the body limit, and records whether a failure was the
+/// client's.
+#[derive(Debug)]
+pub struct RequestBody {
+    /// `None` for a rebuilt body-less request.
+    inner: Option<Incoming>,
+    state: Option<Arc<BodyState>>,
+    seen: u64,
+    limit: Option<u64>,
+}
+
+impl RequestBody {
+    /// The client's body `inner`, held to `limit`, reporting to `state`
+    /// (none for a body-less request).
+    pub(super) fn new(inner: Incoming, state: Option<Arc<BodyState>>, limit: Option<u64>) -> Self {
+        Self {
+            inner: Some(inner),
+            state,
+            seen: 0,
+            limit,
+        }
+    }
+
+    pub(super) fn empty() -> Self {
+        Self {
+            inner: None,
+            state: None,
+            seen: 0,
+            limit: None,
+        }
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(inner).poll_frame(cx);
+        let Some(state) = &this.state else {
+            return polled.map_err(Into::into);
+        };
+        match polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                state.progress.touch();
+                if let Some(data) = frame.data_ref() {
+                    this.seen = this.seen.saturating_add(data.len() as u64);
+                    state.bytes.store(this.seen, Ordering::Relaxed);
+                    if this.limit.is_some_and(|limit| this.seen > limit) {
+                        state.outcome.store(BodyState::TOO_LARGE, Ordering::Relaxed);
+                        return Poll::Ready(Some(Err("request body over the limit".into())));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                state
+                    .outcome
+                    .store(BodyState::CLIENT_FAILED, Ordering::Relaxed);
+                Poll::Ready(Some(Err(err.into())))
+            }
+            other => other.map_err(Into::into),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(Incoming::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Incoming::size_hint)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The upstream's response body on its way to the client, cut off when
+    /// it pauses longer than `limits.upstream_body_idle_timeout`. Cutting
+    /// makes hyper close the client connection without completing the
+    /// message, so a stalled body is never presented as complete.
+    ///
+    /// With a [`BodyCopy`], the body is also copied (into the robots cache) as
+    /// it passes, and kept there only once it has ended complete.
+    #[derive(Debug)]
+    pub struct ResponseBody {
+        #[pin]
+        inner: Incoming,
+        #[pin]
+        idle: tokio::time::Sleep,
+        timeout: Duration,
+        fill: Option<Box<dyn BodyCopy>>,
+    }
+}
+
+impl ResponseBody {
+    /// The upstream's body `inner`, cut off after `timeout` without data.
+    pub(super) fn new(inner: Incoming, timeout: Duration) -> Self {
+        Self {
+            inner,
+            idle: tokio::time::sleep(timeout),
+            timeout,
+            fill: None,
+        }
+    }
+
+    /// Copies the body into `copy` as it passes.
+    pub fn fill(&mut self, copy: impl BodyCopy + 'static) {
+        self.fill = Some(Box::new(copy));
+    }
+}
+
+/// A copy of a response body taken as it passes to the client (the
+/// robots cache's fill), kept only if the body ends complete.
+pub trait BodyCopy: std::fmt::Debug + Send + Sync {
+    /// One more piece of the body; `false` to stop copying (the copy is
+    /// then dropped, unkept).
+    fn push(&mut self, data: &[u8]) -> bool;
+
+    /// The body ended complete: keep the copy.
+    fn finish(self: Box<Self>);
+
+    /// The body's length when it should be read whole before the client
+    /// is answered ([`fill`]); `None` to let it stream.
+    fn reserve_whole(&mut self) -> Option<usize>;
+
+    /// Keeps the copy of a body read whole and answers with it, from the
+    /// response `parts` the upstream sent.
+    fn answer_whole(self, parts: http::response::Parts) -> Response<Bytes>
+    where
+        Self: Sized;
+}
+
+/// A robot's answer being copied into the robots cache.
+#[derive(Debug)]
+pub enum Filled {
+    /// Streaming to the robot, copied as it passes.
+    Streaming(Response<ResponseBody>),
+    /// Read whole, with the `ETag` the cache answers with (or `304` when
+    /// the robot's `If-None-Match` names it: [`BodyCopy::answer_whole`]).
+    Whole(Response<Bytes>),
+}
+
+/// Copies the upstream's answer `res` into the robots cache through
+/// `fill`: read whole first when [`BodyCopy::reserve_whole`] says so and the
+/// body's length is known to be the `Content-Length` it declares, so that
+/// the robot's first answer carries the `ETag` of the cache's later ones
+/// (and its next visit can be a `304`); otherwise copied as it streams.
+///
+/// Read whole, the body's idle timeout applies as when it streams; a body
+/// that fails or ends short is [`ProxyError::Body`] (502) and one that
+/// stalls [`ProxyError::BodyStalled`] (504): never a truncated answer
+/// sent as complete, and nothing kept.
+pub async fn fill(
+    mut res: Response<ResponseBody>,
+    mut fill: impl BodyCopy + 'static,
+) -> Result<Filled, ProxyError> {
+    let declared = res.body().inner.size_hint().exact();
+    let len = match fill.reserve_whole() {
+        Some(len) if declared == Some(len as u64) => len,
+        _ => {
+            res.body_mut().fill(fill);
+            return Ok(Filled::Streaming(res));
+        }
+    };
+    use http_body_util::BodyExt;
+    let (parts, body) = res.into_parts();
+    let mut body = std::pin::pin!(body);
+    let mut read = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| match err.downcast::<Stalled>() {
+            Ok(stalled) => ProxyError::BodyStalled(stalled.0),
+            Err(err) => ProxyError::Body(err),
+        })?;
+        // Trailers (not for a body with a Content-Length) are dropped.
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        read += data.len();
+        // hyper holds the body to its Content-Length, and `len` bytes fit
+        // the fill: a refusal here is a broken promise, not a page.
+        if read > len || !fill.push(&data) {
+            return Err(ProxyError::Body("more body than its Content-Length".into()));
+        }
+    }
+    if read != len {
+        return Err(ProxyError::Body(
+            "body shorter than its Content-Length".into(),
+        ));
+    }
+    Ok(Filled::Whole(fill.answer_whole(parts)))
+}
+
+/// Keeps a copied body.
+fn finish(fill: &mut Option<Box<dyn BodyCopy>>) {
+    if let Some(fill) = fill.take() {
+        fill.finish();
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let mut this = self.project();
+        match this.inner.as_mut().poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let next = Instant::now() + *this.timeout;
+                this.idle.as_mut().reset(next);
+                if this.fill.is_some() {
+                    match &frame {
+                        // The end: the body passed complete.
+                        None => finish(this.fill),
+                        Some(Ok(frame)) => match frame.data_ref() {
+                            Some(data) => {
+                                if this.fill.as_mut().is_some_and(|f| !f.push(data)) {
+                                    *this.fill = None;
+                                } else if this.inner.is_end_stream() {
+                                    // hyper may not poll again after the
+                                    // last frame.
+                                    finish(this.fill);
+                                }
+                            }
+                            // Trailers are not kept: neither is the body.
+                            None => *this.fill = None,
+                        },
+                        Some(Err(_)) => *this.fill = None,
+                    }
+                }
+                Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+            }
+            Poll::Pending => match this.idle.poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled(*this.timeout))))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
