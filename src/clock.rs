@@ -1,11 +1,19 @@
-//! Clocks kept in atomics: milliseconds since an epoch, and when
-//! something last moved ([`Progress`]), shared between the task that
-//! moves data and the one that waits for quiet.
+//! Clocks: the wall clock in Unix seconds, and clocks kept in atomics:
+//! milliseconds since an epoch, and when something last moved
+//! ([`Progress`]), shared between the task that moves data and the one
+//! that waits for quiet.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
 
 /// Milliseconds since `epoch`: the clock of [`Progress`] and the
 /// HTTP/2 stream bookkeeping, kept in atomics.

@@ -300,7 +300,7 @@ impl Metrics {
             .set(1);
         registry.register("build_info", "crawlgate's version (always 1)", build);
         last_reload_success.set(1);
-        last_reload_time.set(crate::tls::unix_now());
+        last_reload_time.set(crate::clock::unix_now());
         Self {
             registry,
             requests,
@@ -417,7 +417,7 @@ impl Metrics {
         let result = if ok { "success" } else { "failure" };
         self.reloads.get_or_create(&ResultLabels { result }).inc();
         self.last_reload_success.set(i64::from(ok));
-        self.last_reload_time.set(crate::tls::unix_now());
+        self.last_reload_time.set(crate::clock::unix_now());
     }
 
     /// One access-log line dropped.

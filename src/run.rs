@@ -213,7 +213,7 @@ impl Runner {
                             let outcome = live.reload();
                             report_reload(&live, &outcome);
                             let status = match &outcome {
-                                Ok(_) => format!("reloaded at {}", crate::tls::unix_now()),
+                                Ok(_) => format!("reloaded at {}", crate::clock::unix_now()),
                                 Err(err) => format!("reload failed, previous config serving: {err}"),
                             };
                             notify(&[NotifyState::Ready, NotifyState::Status(&status)]);

@@ -389,7 +389,7 @@ async fn verify_request(
         .as_ref()
         .filter(|_| signature::is_candidate(request.headers))
     {
-        let now = crate::tls::unix_now();
+        let now = crate::clock::unix_now();
         let signed = checker.check(request, now).await;
         let set = store.current();
         let claim = robot.and_then(|ua| set.operators.claim(ua));

@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
@@ -38,6 +37,8 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::clock::unix_now;
 
 /// A certificate folder that cannot be used. The message names the file.
 #[derive(Debug, thiserror::Error)]
@@ -138,13 +139,6 @@ impl fmt::Display for Skipped {
         }
         Ok(())
     }
-}
-
-/// Seconds since the Unix epoch, now.
-pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 impl fmt::Debug for Loaded {
