@@ -119,7 +119,7 @@ fn in_file(path: Option<&Path>, key: &'static str, why: String) -> LoadError {
 fn setup_error(err: SetupError, path: Option<&Path>, overrides: &Overrides) -> LoadError {
     use crate::proxy::UpstreamTlsError;
     use crate::rules::RulesError;
-    use crate::verify::store::FetcherError;
+    use crate::verify::fetch::FetcherError;
     let flagged = |flag: &'static str, why: String| {
         LoadError::Config(ConfigError::Invalid {
             key: flag,

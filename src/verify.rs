@@ -15,6 +15,7 @@
 //! spoofed, or unverified.
 
 pub mod dns;
+pub mod fetch;
 pub mod flight;
 pub mod ranges;
 pub mod signature;

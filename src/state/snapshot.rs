@@ -16,8 +16,9 @@ use crate::rules::{RuleLists, RulesError};
 use crate::shed::{ShedPolicy, UnknownClass};
 use crate::sitemap::serve::Sitemaps;
 use crate::verify::dns::{DnsChecker, DnsSetupError};
+use crate::verify::fetch::{Fetcher, FetcherError};
 use crate::verify::signature::{Agents, SignatureChecker};
-use crate::verify::store::{Fetcher, FetcherError, Setup, Source};
+use crate::verify::store::{Setup, Source};
 use crate::verify::{Operators, OperatorsError};
 
 use super::process::{Caches, Process};

@@ -28,8 +28,8 @@ use web_bot_auth::keyring::{JSONWebKeySet, KeyRing};
 use web_bot_auth::message_signatures::SignedMessage;
 use web_bot_auth::{SignatureAgentLink, WebBotAuthVerifier};
 
+use super::fetch::Fetcher;
 use super::flight::Flights;
-use super::store::Fetcher;
 
 /// Where an agent's keys are published, below its origin.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
