@@ -51,6 +51,8 @@
 //! * [`sitemap`]: sitemap sets built from the site's data and written whole
 //!   (`crawlgate sitemap build`), their index, and the folder they live in.
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
+//! * [`cli`]: the command line (clap's types) and each subcommand's work
+//!   and report; `main` parses it and maps signals and exit codes.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
 pub mod access_log;
@@ -58,6 +60,7 @@ pub mod admin;
 pub mod cache;
 pub mod canonical;
 pub mod classify;
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod framing;
