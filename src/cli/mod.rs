@@ -1,12 +1,118 @@
 //! The command line: what `crawlgate` and its subcommands accept (clap's
 //! types, which `main` parses), and each subcommand's work and report.
 
+use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::Overrides;
+
+pub mod check_config;
+pub mod classify;
+pub mod demo;
+pub mod run;
+pub mod sitemap;
+
+/// Exit code for a bad configuration (EX_USAGE), before anything is bound.
+pub const EXIT_CONFIG: u8 = 64;
+/// Exit code for input data that cannot be used (EX_DATAERR).
+pub const EXIT_DATA: u8 = 65;
+/// Exit code when another build of the same set is running: try again
+/// later (EX_TEMPFAIL).
+pub const EXIT_BUSY: u8 = 75;
+/// Exit code when a second shutdown signal cuts the drain short.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// How a subcommand failed: the process's exit code, and the line `main`
+/// prints after `crawlgate: error: ` (none when the logs already said
+/// it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The exit code.
+    pub code: u8,
+    /// The error, on one line.
+    pub message: Option<String>,
+}
+
+impl Failure {
+    /// Exit code `code`, with `err` as the message.
+    pub fn new(code: u8, err: &dyn std::fmt::Display) -> Self {
+        Self {
+            code,
+            message: Some(err.to_string()),
+        }
+    }
+
+    /// Exit code `code`, with `err` and its causes ([`chain_text`]) as the
+    /// message.
+    pub fn chain(code: u8, err: &(dyn std::error::Error + 'static)) -> Self {
+        Self {
+            code,
+            message: Some(chain_text(err)),
+        }
+    }
+
+    /// Exit code `code`, nothing printed.
+    pub fn silent(code: u8) -> Self {
+        Self {
+            code,
+            message: None,
+        }
+    }
+}
+
+/// What a subcommand returns: success (exit code 0) or how it failed.
+pub type Outcome = Result<(), Failure>;
+
+/// An error and its causes on one line, `error: cause: cause`, each said
+/// once: many errors already put their source in their own message (so
+/// that a log line carries it), and the chain is not repeated after them.
+pub fn chain_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `verify.state_dir` when the file sets none: systemd's `StateDirectory=`
+/// (`$STATE_DIRECTORY`, the first folder when it names several) with
+/// `verify` below it; outside systemd, none (the lists are kept in
+/// memory).
+fn systemd_state_dir() -> Option<PathBuf> {
+    let dirs = std::env::var_os("STATE_DIRECTORY")?;
+    let first = std::env::split_paths(&dirs).next()?;
+    first.is_absolute().then(|| first.join("verify"))
+}
+
+/// Logs to stderr, filtered by `RUST_LOG`; an unusable `RUST_LOG` is
+/// warned about and replaced by `info`, never left to silence every line.
+/// Lines are written by a thread of their own: a stderr nobody reads (a
+/// stuck pipe) loses lines, never stalls a worker. Keep the guard: it
+/// writes what is left when dropped.
+fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
+    let value = std::env::var("RUST_LOG").ok();
+    let (filter, warning) = crate::logging::filter(value.as_deref());
+    let (writer, guard) = tracing_appender::non_blocking(io::stderr());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(io::stderr().is_terminal())
+        .with_writer(writer)
+        .init();
+    if let Some(warning) = warning {
+        // Logged as the binary's own line, as before the move.
+        tracing::warn!(target: "crawlgate", "{warning}");
+    }
+    guard
+}
 
 /// crawlgate: an edge reverse proxy that keeps robots off action links,
 /// sends one canonical 301 for duplicate addresses, synthesizes robots.txt
