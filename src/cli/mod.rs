@@ -252,3 +252,41 @@ pub enum ExportFormat {
     /// One URL per line
     Txt,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{text}")]
+    struct Layer {
+        text: &'static str,
+        #[source]
+        source: Option<Box<Layer>>,
+    }
+
+    fn layer(text: &'static str, source: Option<Layer>) -> Layer {
+        Layer {
+            text,
+            source: source.map(Box::new),
+        }
+    }
+
+    #[test]
+    fn a_chain_is_one_line_each_cause_said_once() {
+        let io = layer("permission denied", None);
+        let inner = layer("cannot open /x: permission denied", Some(io));
+        let outer = layer("cannot load", Some(inner));
+        assert_eq!(
+            chain_text(&outer),
+            "cannot load: cannot open /x: permission denied"
+        );
+        let failure = Failure::chain(EXIT_CONFIG, &outer);
+        assert_eq!(failure.code, 64);
+        assert_eq!(
+            failure.message.as_deref(),
+            Some(chain_text(&outer).as_str())
+        );
+        assert_eq!(Failure::silent(EXIT_INTERRUPTED).message, None);
+    }
+}
