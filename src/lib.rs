@@ -46,11 +46,14 @@
 //!   worker's own part, and where they are built.
 //! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
 //!   running state and its reload; [`run`]: the one entry that binds,
-//!   serves and obeys control events (reload, drain, exit), used by `main`
-//!   (which maps signals to them), `demo` and the tests.
+//!   serves and obeys control events (reload, drain, exit), used by
+//!   [`cli::run`] (with the signals `main` maps to them), `demo` and the
+//!   tests.
 //! * [`sitemap`]: sitemap sets built from the site's data and written whole
 //!   (`crawlgate sitemap build`), their index, and the folder they live in.
 //! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
+//! * [`cli`]: the command line (clap's types) and each subcommand's work
+//!   and report; `main` parses it and maps signals and exit codes.
 //! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
 
 pub mod access_log;
@@ -58,6 +61,7 @@ pub mod admin;
 pub mod cache;
 pub mod canonical;
 pub mod classify;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;
