@@ -241,12 +241,12 @@ impl Writer {
 }
 
 /// The request's class after verification for the log
-/// ([`Outcome::class`], [`Classifier::class_label`]); `-` before
+/// ([`Outcome::class`], [`Classifier::class_name`]); `-` before
 /// classification.
 fn class_name<'a>(policy: &'a Policy, outcome: &Outcome) -> &'a str {
     outcome
-        .class()
-        .map_or("-", |class| policy.classifier.class_label(class))
+        .class
+        .map_or("-", |class| policy.classifier.class_name(class))
 }
 
 /// `HTTP/1.1`, `HTTP/2.0`, as nginx writes `$server_protocol`.
@@ -487,6 +487,7 @@ mod tests {
             version: http::Version::HTTP_11,
             tls: false,
             verdict: None,
+            class: None,
             route: Route::Forward,
             status: Some(http::StatusCode::OK),
             bytes_in: 0,

@@ -18,7 +18,7 @@ use http::{Method, Request, StatusCode, Uri, Version};
 use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
-use crate::classify::{Reason, RobotClass, UaClass, Verdict};
+use crate::classify::{ClassId, Reason, UaClass};
 use crate::metrics::InFlight;
 use crate::proxy::BodyBytes;
 use crate::response::Body;
@@ -160,6 +160,12 @@ pub struct Outcome {
     /// The User-Agent's class and the rule that decided (`None` when the
     /// request was refused before classification).
     pub verdict: Option<(UaClass, Reason)>,
+    /// The request's class, as the decision, the class header and
+    /// shedding took it ([`crate::classify::Classes::of`]): set with the
+    /// verdict, then again once verification has spoken (a spoofed claim
+    /// counts as `unknown` in the log and the metrics too). `None` when
+    /// the request was refused before classification.
+    pub class: Option<ClassId>,
     /// What was done.
     pub route: Route,
     /// The status sent; `None` when the request ended before it had an
@@ -178,18 +184,6 @@ pub struct Outcome {
     pub error: Option<(&'static str, Side)>,
     /// What verification found for a robot's crawler claim.
     pub identity: Option<Identity>,
-}
-
-impl Outcome {
-    /// The request's class after verification, as the decision, the class
-    /// header and shedding took it ([`Verdict::robot_class`]): a spoofed
-    /// claim counts as `unknown` in the log and the metrics too. `None`
-    /// when the request was refused before classification.
-    pub fn class(&self) -> Option<RobotClass> {
-        self.verdict.map(|(class, reason)| {
-            Verdict { class, reason }.robot_class(self.identity == Some(Identity::Spoofed))
-        })
-    }
 }
 
 /// Cuts a field for the log at a character boundary.
@@ -270,7 +264,7 @@ impl Pending {
         let snapshot = &self.snapshot;
         snapshot.counters.count(
             outcome.route,
-            outcome.class(),
+            outcome.class,
             outcome.status.map_or(0, |s| s.as_u16()),
         );
         if outcome.request.is_none() {

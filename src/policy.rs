@@ -27,7 +27,7 @@
 use http::{Method, StatusCode};
 
 use crate::cache::Cached;
-use crate::classify::{Classifier, UaClass, Verdict};
+use crate::classify::{ClassId, Classifier, UaClass, Verdict};
 use crate::config::{AiConfig, RedirectConfig, Spoofed};
 use crate::shed::{Pressure, Shed, ShedPolicy};
 use crate::sitemap::SERVED_PATH;
@@ -147,13 +147,22 @@ impl Decision {
 /// Decides what to do with the request described by `facts`.
 pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
     let verdict = policy.classifier.classify(facts.user_agent);
-    let decision = decide_classified(verdict, facts, policy);
+    let spoofed = facts.identity == Some(Identity::Spoofed);
+    let class = policy.classifier.class_of(&verdict, spoofed);
+    let decision = decide_classified(verdict, class, facts, policy);
     (verdict, decision)
 }
 
-/// [`decide`] for a User-Agent already classified as `verdict` (the
-/// request path classifies first, to know whether to verify a claim).
-pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -> Decision {
+/// [`decide`] for a User-Agent already classified as `verdict`, of
+/// `class` once verification has spoken ([`Classifier::class_of`] with
+/// `facts.identity`): the request path classifies first, to know whether
+/// to verify a claim, and reads every per-class table with that one id.
+pub fn decide_classified(
+    verdict: Verdict,
+    class: ClassId,
+    facts: &Facts<'_>,
+    policy: &Policy,
+) -> Decision {
     let spoofed = facts.identity == Some(Identity::Spoofed);
     if spoofed && policy.spoofed == Spoofed::Block {
         return Decision::BlockSpoofed;
@@ -212,7 +221,6 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
             return Decision::FromCache { stale: false };
         }
         let shed = policy.shed.as_ref();
-        let class = verdict.robot_class(spoofed);
         if let Some(shed) = shed.and_then(|s| s.decide(class, facts.pressure)) {
             if cached == Cached::Stale {
                 return Decision::FromCache { stale: true };

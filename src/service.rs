@@ -135,6 +135,7 @@ async fn respond(
     // Recorded at once: a request whose client leaves during verification
     // is logged with its class all the same.
     pending.outcome.verdict = Some((verdict.class, verdict.reason));
+    pending.outcome.class = Some(shared.policy.classifier.class_of(&verdict, false));
     // A robot that claims a crawler operator is verified before the
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
@@ -162,6 +163,9 @@ async fn respond(
             _ => (None, None),
         },
     };
+    // The request's one class, read by every per-class table.
+    let spoofed = identity == Some(Identity::Spoofed);
+    let class = shared.policy.classifier.class_of(&verdict, spoofed);
     let bot_cache = shared.caches.bot.as_deref();
     let (decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
@@ -193,11 +197,12 @@ async fn respond(
             identity,
             ai,
         };
-        let decision = policy::decide_classified(verdict, &facts, &shared.policy);
+        let decision = policy::decide_classified(verdict, class, &facts, &shared.policy);
         (decision, found.into_inner())
     };
     let outcome = &mut pending.outcome;
     outcome.identity = identity;
+    outcome.class = Some(class);
 
     match decision {
         Decision::Block { .. } => {
@@ -269,8 +274,7 @@ async fn respond(
                 }
                 _ => None,
             };
-            let spoofed = identity == Some(Identity::Spoofed);
-            let class = shared.class_values.of(verdict.robot_class(spoofed));
+            let class = shared.class_values.of(class);
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(
