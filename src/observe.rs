@@ -271,7 +271,11 @@ impl Pending {
             return;
         }
         if let Some(log) = snapshot.process.access_log() {
-            if !log.send(outcome, snapshot.log_format, Arc::clone(&snapshot.policy)) {
+            if !log.send(
+                outcome,
+                snapshot.log_format,
+                Arc::clone(&snapshot.policy.classifier),
+            ) {
                 snapshot.process.metrics.log_line_dropped();
             }
         }

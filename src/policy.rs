@@ -24,6 +24,8 @@
 //!    claim is shed as the unknown robot it is;
 //! 7. everything else is forwarded.
 
+use std::sync::Arc;
+
 use http::{Method, StatusCode};
 
 use crate::cache::Cached;
@@ -38,8 +40,9 @@ use crate::{canonical, query};
 /// immutable snapshot; a reload builds a new one.
 #[derive(Debug)]
 pub struct Policy {
-    /// The User-Agent classifier.
-    pub classifier: Classifier,
+    /// The User-Agent classifier (shared with the access log's writer,
+    /// which names classes and rules with it).
+    pub classifier: Arc<Classifier>,
     /// Parameter names that make a URL an action.
     pub blocked_params: Vec<Box<str>>,
     /// Canonical redirect settings.
@@ -238,7 +241,9 @@ pub fn decide_classified(
 #[cfg(test)]
 pub(crate) fn test_policy() -> Policy {
     Policy {
-        classifier: Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"),
+        classifier: Arc::new(
+            Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"),
+        ),
         blocked_params: vec!["do".into(), "_fid".into()],
         redirect: RedirectConfig {
             https: None,

@@ -203,7 +203,7 @@ impl Snapshot {
         let class_values = Arc::new(ClassValues::new(&classifier));
         Ok(Self {
             policy: Arc::new(Policy {
-                classifier,
+                classifier: Arc::new(classifier),
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
                 shed,
