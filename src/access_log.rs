@@ -470,7 +470,8 @@ mod tests {
     /// or once a second).
     #[test]
     fn a_line_queued_after_a_reopen_goes_to_the_new_file() {
-        use crate::observe::{RequestLine, Route};
+        use crate::observe::RequestLine;
+        use crate::route::Route;
 
         let classifier =
             Arc::new(Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"));

@@ -22,7 +22,30 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::classify::{ClassId, Classifier};
-use crate::observe::{Route, Side};
+use crate::route::Route;
+
+/// Which side made an exchange fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The client (a broken or oversized request body).
+    Client,
+    /// The upstream (refused, timed out, broke off).
+    Upstream,
+    /// crawlgate itself: the end of a drain's grace period closed the
+    /// connection.
+    Proxy,
+}
+
+impl Side {
+    /// `client`, `upstream` or `proxy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Upstream => "upstream",
+            Side::Proxy => "proxy",
+        }
+    }
+}
 
 /// The upstream response-time buckets, in seconds.
 const UPSTREAM_BUCKETS: [f64; 14] = [

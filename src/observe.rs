@@ -19,89 +19,16 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
 use crate::classify::{ClassId, Reason, UaClass};
-use crate::metrics::InFlight;
+use crate::metrics::{InFlight, Side};
 use crate::proxy::BodyBytes;
 use crate::response::Body;
+use crate::route::Route;
 use crate::state::Snapshot;
 use crate::verify::Identity;
 
 /// Longest path, host or request-target written to the access log, in
 /// bytes.
 pub const LOG_FIELD_MAX: usize = 256;
-
-/// What was done with a request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Route {
-    /// Forwarded to the upstream.
-    Forward,
-    /// A robot's action URL: 403.
-    Block,
-    /// The canonical address: 301/308.
-    Redirect,
-    /// The synthesized robots.txt.
-    Robots,
-    /// Refused before any decision (bad framing, too long, CONNECT).
-    #[default]
-    Reject,
-    /// A robot shed under upstream pressure: 503 or 429.
-    Shed,
-    /// A robot answered from the robots cache.
-    Cache,
-    /// A file of the sitemap folder (or 404 for none).
-    Sitemap,
-}
-
-impl Route {
-    /// Every route, in declaration order (`route as usize` indexes it).
-    pub const ALL: [Route; 8] = [
-        Route::Forward,
-        Route::Block,
-        Route::Redirect,
-        Route::Robots,
-        Route::Reject,
-        Route::Shed,
-        Route::Cache,
-        Route::Sitemap,
-    ];
-
-    /// The label: `forward`, `block`, `redirect`, `robots`, `reject`,
-    /// `shed`, `cache`, `sitemap`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::Forward => "forward",
-            Route::Block => "block",
-            Route::Redirect => "redirect",
-            Route::Robots => "robots",
-            Route::Reject => "reject",
-            Route::Shed => "shed",
-            Route::Cache => "cache",
-            Route::Sitemap => "sitemap",
-        }
-    }
-}
-
-/// Which side made an exchange fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// The client (a broken or oversized request body).
-    Client,
-    /// The upstream (refused, timed out, broke off).
-    Upstream,
-    /// crawlgate itself: the end of a drain's grace period closed the
-    /// connection.
-    Proxy,
-}
-
-impl Side {
-    /// `client`, `upstream` or `proxy`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Client => "client",
-            Side::Upstream => "upstream",
-            Side::Proxy => "proxy",
-        }
-    }
-}
 
 /// The request as the access log shows it (kept only when it is on; every
 /// field is a reference-counted view of what hyper parsed, not a copy).
