@@ -31,6 +31,7 @@ use http::{Method, StatusCode};
 use crate::cache::Cached;
 use crate::classify::{ClassId, Classifier, UaClass, Verdict};
 use crate::config::{AiConfig, RedirectConfig, Spoofed};
+use crate::route::Route;
 use crate::shed::{Pressure, Shed, ShedPolicy};
 use crate::sitemap::SERVED_PATH;
 use crate::verify::{AiKind, Identity};
@@ -132,17 +133,17 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// `block`, `redirect`, `robots`, `cache`, `shed` or `forward`, for
-    /// logs.
-    pub fn as_str(&self) -> &'static str {
+    /// What kind of outcome this is: the route the metrics and the access
+    /// log name it by.
+    pub fn route(&self) -> Route {
         match self {
-            Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => "block",
-            Decision::Redirect { .. } => "redirect",
-            Decision::ServeRobots => "robots",
-            Decision::ServeSitemap => "sitemap",
-            Decision::Shed(_) => "shed",
-            Decision::FromCache { .. } => "cache",
-            Decision::Forward => "forward",
+            Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => Route::Block,
+            Decision::Redirect { .. } => Route::Redirect,
+            Decision::ServeRobots => Route::Robots,
+            Decision::ServeSitemap => Route::Sitemap,
+            Decision::Shed(_) => Route::Shed,
+            Decision::FromCache { .. } => Route::Cache,
+            Decision::Forward => Route::Forward,
         }
     }
 }
@@ -400,7 +401,7 @@ mod tests {
             Decision::Block { param } => format!("block {}", policy.blocked_params[param]),
             Decision::Redirect { status, location } => format!("{} {location}", status.as_u16()),
             Decision::Shed(shed) => format!("{} after {}", shed.status.as_u16(), shed.retry_after),
-            other => other.as_str().to_owned(),
+            other => other.route().as_str().to_owned(),
         };
         (verdict.class, shown)
     }
@@ -695,7 +696,7 @@ mod tests {
             };
             let (_, decision) = decide(&facts, &policy);
             assert_eq!(
-                (decision.as_str(), asked.get()),
+                (decision.route().as_str(), asked.get()),
                 (want, probes),
                 "{target} {cached:?} {pressure:?} {}",
                 String::from_utf8_lossy(ua)
@@ -909,7 +910,7 @@ mod tests {
                 identity,
                 ..get(target, GOOGLEBOT)
             };
-            decide(&facts, policy).1.as_str()
+            decide(&facts, policy).1.route().as_str()
         };
         const GOOGLEBOT: &[u8] =
             b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";

@@ -1,6 +1,6 @@
 //! What happened to a request, as a closed set: the kind of each
 //! outcome ([`Route`]) and its label in the metrics and the access log.
-//! Each [`crate::policy::Decision`] is one of them; this module
+//! Each decision says which ([`crate::policy::Decision::route`]); this module
 //! imports nothing of the crate, so the metrics below the decision name
 //! it too.
 

@@ -204,30 +204,18 @@ async fn respond(
     let outcome = &mut pending.outcome;
     outcome.identity = identity;
     outcome.class = Some(class);
+    outcome.route = decision.route();
 
     match decision {
-        Decision::Block { .. } => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::blocked())
-        }
-        Decision::BlockSpoofed => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::spoofed())
-        }
-        Decision::BlockAi(kind) => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::ai_refused(kind))
-        }
-        Decision::Redirect { status, location } => {
-            outcome.route = Route::Redirect;
-            match HeaderValue::try_from(location) {
-                Ok(location) => finish_early(&req, response::redirect(status, location)),
-                Err(_) => finish_early(&req, response::bad_request()),
-            }
-        }
+        Decision::Block { .. } => finish_early(&req, response::blocked()),
+        Decision::BlockSpoofed => finish_early(&req, response::spoofed()),
+        Decision::BlockAi(kind) => finish_early(&req, response::ai_refused(kind)),
+        Decision::Redirect { status, location } => match HeaderValue::try_from(location) {
+            Ok(location) => finish_early(&req, response::redirect(status, location)),
+            Err(_) => finish_early(&req, response::bad_request()),
+        },
         Decision::FromCache { stale } => match (bot_cache, &found) {
             (Some(cache), Probe::Found(entry, ..)) => {
-                outcome.route = Route::Cache;
                 let res = cache.respond(entry, stale, req.method(), req.headers(), start);
                 finish_early(&req, res)
             }
@@ -235,12 +223,10 @@ async fn respond(
             _ => finish_early(&req, response::bad_gateway()),
         },
         Decision::Shed(shed) => {
-            outcome.route = Route::Shed;
             let retry_after = HeaderValue::from(shed.retry_after);
             finish_early(&req, response::shed(shed.status, retry_after))
         }
         Decision::ServeSitemap => {
-            outcome.route = Route::Sitemap;
             let res = match &shared.sitemaps {
                 Some(sitemaps) => serve_sitemap(sitemaps, &req).await,
                 None => response::not_found(),
@@ -248,7 +234,6 @@ async fn respond(
             finish_early(&req, res)
         }
         Decision::ServeRobots => {
-            outcome.route = Route::Robots;
             let robots = shared.robots.representation(scheme, authority);
             let (etag, modified) = (&robots.etag, robots.last_modified);
             if validators::not_modified(
@@ -263,7 +248,6 @@ async fn respond(
             finish_early(&req, response::robots(robots))
         }
         Decision::Forward => {
-            outcome.route = Route::Forward;
             // An upgrade (WebSocket) passed the policy like any request;
             // the client's half is taken before the request moves on.
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
