@@ -73,7 +73,7 @@ fn bench_action_param(c: &mut Criterion) {
 
 fn bench_decide(c: &mut Criterion) {
     let policy = Policy {
-        classifier: classifier(),
+        classifier: std::sync::Arc::new(classifier()),
         blocked_params: vec!["do".into(), "_fid".into()],
         redirect: RedirectConfig {
             https: None,

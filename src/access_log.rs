@@ -28,12 +28,11 @@ use std::time::SystemTime;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::classify::{Reason, UaClass};
+use crate::classify::{Classifier, Reason, UaClass};
 use crate::config::LogFormat;
 use crate::logging::LogLimiter;
 use crate::metrics::Metrics;
 use crate::observe::{truncate, Outcome};
-use crate::policy::Policy;
 
 /// Lines that can wait for the writer; past this they are dropped. With
 /// [`BATCH`], room for 400,000 requests a second.
@@ -45,12 +44,12 @@ pub const BATCH: std::time::Duration = std::time::Duration::from_millis(20);
 /// At most this many write-failure warnings a second.
 static WRITE_FAILURES: LogLimiter = LogLimiter::new(1);
 
-/// One line to write: the outcome, how to format it, and the rules that
-/// name its deciding rule.
+/// One line to write: the outcome, how to format it, and the classifier
+/// that names its class and deciding rule.
 struct Line {
     outcome: Outcome,
     format: LogFormat,
-    policy: Arc<Policy>,
+    classifier: Arc<Classifier>,
 }
 
 /// What the writer is sent.
@@ -97,11 +96,11 @@ impl AccessLog {
     }
 
     /// Queues one line; `false` if it was dropped (queue full).
-    pub fn send(&self, outcome: Outcome, format: LogFormat, policy: Arc<Policy>) -> bool {
+    pub fn send(&self, outcome: Outcome, format: LogFormat, classifier: Arc<Classifier>) -> bool {
         let line = Line {
             outcome,
             format,
-            policy,
+            classifier,
         };
         match self.queue.try_send(Msg::Line(line)) {
             Ok(()) => true,
@@ -241,12 +240,12 @@ impl Writer {
 }
 
 /// The request's class after verification for the log
-/// ([`Outcome::class`], [`Classifier::class_label`]); `-` before
+/// ([`Outcome::class`], [`Classifier::class_name`]); `-` before
 /// classification.
-fn class_name<'a>(policy: &'a Policy, outcome: &Outcome) -> &'a str {
+fn class_name<'a>(classifier: &'a Classifier, outcome: &Outcome) -> &'a str {
     outcome
-        .class()
-        .map_or("-", |class| policy.classifier.class_label(class))
+        .class
+        .map_or("-", |class| classifier.class_name(class))
 }
 
 /// `HTTP/1.1`, `HTTP/2.0`, as nginx writes `$server_protocol`.
@@ -320,13 +319,13 @@ fn seconds(out: &mut Vec<u8>, d: std::time::Duration) -> io::Result<()> {
 /// The deciding rule's name ([`Classifier::explained`]), escaped; `-`
 /// before classification. Copied only when it holds a byte to escape (a
 /// token written in quotes for exact case).
-fn write_rule(out: &mut Vec<u8>, policy: &Policy, verdict: Option<(UaClass, Reason)>) {
+fn write_rule(out: &mut Vec<u8>, classifier: &Classifier, verdict: Option<(UaClass, Reason)>) {
     let Some((_, reason)) = verdict else {
         out.push(b'-');
         return;
     };
     let start = out.len();
-    let _ = write!(out, "{}", policy.classifier.explained(reason));
+    let _ = write!(out, "{}", classifier.explained(reason));
     if !out[start..].iter().all(is_plain) {
         let raw = out.split_off(start);
         escaped(out, &raw);
@@ -374,8 +373,8 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     header(out, &req.referer);
     out.extend_from_slice(b"\" \"");
     header(out, &req.user_agent);
-    write!(out, "\" class={} rule=\"", class_name(&line.policy, o))?;
-    write_rule(out, &line.policy, o.verdict);
+    write!(out, "\" class={} rule=\"", class_name(&line.classifier, o))?;
+    write_rule(out, &line.classifier, o.verdict);
     write!(out, "\" decision={} upstream=", o.route.as_str())?;
     match o.upstream_time {
         Some(d) => seconds(out, d)?,
@@ -445,10 +444,10 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         bytes_out: o.bytes_out,
         referer: text(&req.referer),
         user_agent: text(&req.user_agent),
-        class: class_name(&line.policy, o),
+        class: class_name(&line.classifier, o),
         rule: o
             .verdict
-            .map(|(_, reason)| line.policy.classifier.explained(reason).to_string()),
+            .map(|(_, reason)| line.classifier.explained(reason).to_string()),
         decision: o.route.as_str(),
         upstream_seconds: o.upstream_time.map(|d| d.as_secs_f64()),
         total_seconds: o.total_time.as_secs_f64(),
@@ -471,9 +470,11 @@ mod tests {
     /// or once a second).
     #[test]
     fn a_line_queued_after_a_reopen_goes_to_the_new_file() {
-        use crate::observe::{RequestLine, Route};
+        use crate::observe::RequestLine;
+        use crate::route::Route;
 
-        let policy = Arc::new(crate::policy::test_policy());
+        let classifier =
+            Arc::new(Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"));
         let line = |path: &str| Outcome {
             request: Some(Box::new(RequestLine {
                 time: SystemTime::now(),
@@ -487,6 +488,7 @@ mod tests {
             version: http::Version::HTTP_11,
             tls: false,
             verdict: None,
+            class: None,
             route: Route::Forward,
             status: Some(http::StatusCode::OK),
             bytes_in: 0,
@@ -508,11 +510,11 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
         };
-        assert!(log.send(line("/one"), LogFormat::Combined, Arc::clone(&policy)));
+        assert!(log.send(line("/one"), LogFormat::Combined, Arc::clone(&classifier)));
         wait(&path, 1);
         std::fs::rename(&path, &rotated).expect("rotate");
         log.reopen();
-        assert!(log.send(line("/two"), LogFormat::Combined, Arc::clone(&policy)));
+        assert!(log.send(line("/two"), LogFormat::Combined, Arc::clone(&classifier)));
         wait(&path, 1);
         assert!(read(&path).contains("GET /two "), "{}", read(&path));
         let old = read(&rotated);

@@ -21,8 +21,11 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
-pub use crate::config::{NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+pub use classes::{ClassId, Classes, HUMAN_CLASS, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+
 use crate::rules::{Edge, Kind, Rule, RuleLists, RulesError, Signal, Signals};
+
+mod classes;
 
 /// Bot or human.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,41 +72,6 @@ pub struct Verdict {
     pub reason: Reason,
 }
 
-impl Verdict {
-    /// The class this request counts as, once verification has spoken:
-    /// the one value every per-class table is read with (the class
-    /// header, shedding tiers, metrics, the access log). A crawler claim
-    /// that its operator's own method refuted (`spoofed`) is an
-    /// `Unknown` robot, not the class it claimed.
-    pub fn robot_class(&self, spoofed: bool) -> RobotClass {
-        if self.class != UaClass::Bot {
-            return RobotClass::Human;
-        }
-        match self.reason {
-            Reason::EmptyUserAgent => RobotClass::NoUserAgent,
-            Reason::NoBotToken(_) | Reason::DeviceModel(_) => RobotClass::Human,
-            _ if spoofed => RobotClass::Unknown,
-            Reason::Token(rule) => RobotClass::Listed(rule),
-            Reason::Structure(_) => RobotClass::Unknown,
-        }
-    }
-}
-
-/// A request's class (see [`Verdict::robot_class`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RobotClass {
-    /// Not a robot.
-    Human,
-    /// The class of this bot rule's list (index into
-    /// [`Classifier::rules`]).
-    Listed(usize),
-    /// A robot no list names: found by structure alone, or a spoofed
-    /// crawler claim ([`UNKNOWN_CLASS`]).
-    Unknown,
-    /// An empty or missing User-Agent ([`NO_USER_AGENT_CLASS`]).
-    NoUserAgent,
-}
-
 /// The compiled token lists. Build once per rules load; cheap to share
 /// behind an `Arc`.
 ///
@@ -144,6 +112,8 @@ pub struct Classifier {
     /// Each rule's name, `list:token` as written (see [`Classifier::rule_name`]).
     names: Vec<Box<str>>,
     rules: Vec<Rule>,
+    /// The class table of these rules.
+    classes: Classes,
     /// The browser-grammar marks ([`Kind::Shape`]), leftmost-longest; `None`
     /// when the lists have none.
     shape: Option<AhoCorasick>,
@@ -205,6 +175,7 @@ impl Classifier {
                 .map(|r| format!("{}:{}", r.list, r.written()).into_boxed_str())
                 .collect(),
             rules: lists.rules.clone(),
+            classes: Classes::new(&lists.rules),
             platforms: PLATFORMS
                 .iter()
                 .filter_map(|&word| {
@@ -540,15 +511,21 @@ impl Classifier {
         }
     }
 
-    /// A class's name (metrics, access log, the class header): the list
-    /// whose token decided, `unknown`, `no-user-agent`, or `human`.
-    pub fn class_label(&self, class: RobotClass) -> &str {
-        match class {
-            RobotClass::Human => "human",
-            RobotClass::Listed(rule) => self.rules.get(rule).map_or(UNKNOWN_CLASS, |r| &*r.list),
-            RobotClass::Unknown => UNKNOWN_CLASS,
-            RobotClass::NoUserAgent => NO_USER_AGENT_CLASS,
-        }
+    /// The class table of these rules.
+    pub fn classes(&self) -> &Classes {
+        &self.classes
+    }
+
+    /// The class a request with `verdict` counts as ([`Classes::of`]: a
+    /// spoofed claim is `unknown`).
+    pub fn class_of(&self, verdict: &Verdict, spoofed: bool) -> ClassId {
+        self.classes.of(verdict, spoofed)
+    }
+
+    /// A class's name ([`Classes::name`]): the list whose token decided,
+    /// `unknown`, `no-user-agent`, or `human`.
+    pub fn class_name(&self, class: ClassId) -> &str {
+        self.classes.name(class)
     }
 }
 

@@ -75,6 +75,7 @@ pub mod proxy;
 pub mod query;
 pub mod response;
 pub mod robots;
+pub mod route;
 pub mod rules;
 pub mod run;
 pub mod server;

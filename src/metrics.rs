@@ -21,9 +21,31 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::classify::{Classifier, RobotClass};
-use crate::observe::{Route, Side};
-use crate::rules::Kind;
+use crate::classify::{ClassId, Classifier};
+use crate::route::Route;
+
+/// Which side made an exchange fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The client (a broken or oversized request body).
+    Client,
+    /// The upstream (refused, timed out, broke off).
+    Upstream,
+    /// crawlgate itself: the end of a drain's grace period closed the
+    /// connection.
+    Proxy,
+}
+
+impl Side {
+    /// `client`, `upstream` or `proxy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Upstream => "upstream",
+            Side::Proxy => "proxy",
+        }
+    }
+}
 
 /// The upstream response-time buckets, in seconds.
 const UPSTREAM_BUCKETS: [f64; 14] = [
@@ -449,49 +471,30 @@ const CODES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "none"];
 #[derive(Debug)]
 pub struct RequestCounters {
     family: Family<RequestLabels, Counter>,
-    /// The class label of each rule (bot tokens: their list's name).
-    rule_class: Vec<u16>,
-    /// `human`, `no-user-agent`, `none`, `unknown` (structure), then the
-    /// lists.
+    /// The class labels: the class table's names, indexed by [`ClassId`],
+    /// then `none` (refused before classification).
     classes: Vec<Box<str>>,
     /// [route][class][code].
     cells: Vec<OnceLock<Counter>>,
 }
 
-const HUMAN: u16 = 0;
-const NO_USER_AGENT: u16 = 1;
-const NONE: u16 = 2;
-const UNKNOWN: u16 = 3;
+/// The class label of a request refused before classification.
+const NONE_CLASS: &str = "none";
 
 impl RequestCounters {
-    /// The table for `classifier`'s rule lists.
+    /// The table for `classifier`'s classes.
     pub fn new(metrics: &Metrics, classifier: &Classifier) -> Self {
-        let mut classes: Vec<Box<str>> = vec![
-            "human".into(),
-            crate::classify::NO_USER_AGENT_CLASS.into(),
-            "none".into(),
-            crate::classify::UNKNOWN_CLASS.into(),
-        ];
-        let mut rule_class = Vec::with_capacity(classifier.rules().len());
-        for rule in classifier.rules() {
-            let class = match rule.kind {
-                Kind::Human | Kind::Shape => HUMAN,
-                Kind::Bot => match classes.iter().position(|c| **c == *rule.list) {
-                    Some(i) => i as u16,
-                    None => {
-                        classes.push(rule.list.clone());
-                        (classes.len() - 1) as u16
-                    }
-                },
-            };
-            rule_class.push(class);
-        }
+        let table = classifier.classes();
+        let classes: Vec<Box<str>> = table
+            .ids()
+            .map(|id| table.name(id).into())
+            .chain([NONE_CLASS.into()])
+            .collect();
         let cells = (0..Route::ALL.len() * classes.len() * CODES.len())
             .map(|_| OnceLock::new())
             .collect();
         Self {
             family: metrics.requests.clone(),
-            rule_class,
             classes,
             cells,
         }
@@ -500,28 +503,23 @@ impl RequestCounters {
     /// Counts one answered request.
     /// `class` is the request's class after verification (`None` when
     /// it was refused before classification).
-    pub fn count(&self, route: Route, class: Option<RobotClass>, status: u16) {
-        let class = match class {
-            None => NONE,
-            Some(RobotClass::Human) => HUMAN,
-            Some(RobotClass::NoUserAgent) => NO_USER_AGENT,
-            Some(RobotClass::Listed(rule)) => self.rule_class.get(rule).copied().unwrap_or(NONE),
-            Some(RobotClass::Unknown) => UNKNOWN,
-        };
+    pub fn count(&self, route: Route, class: Option<ClassId>, status: u16) {
+        // `none` is the last label.
+        let class = class.map_or(self.classes.len() - 1, ClassId::index);
         let code = match status {
             0 => CODES.len() - 1,
             _ => usize::from((status / 100).clamp(1, 5) - 1),
         };
         // `Route::ALL` lists the variants in declaration order.
         let route_index = route as usize;
-        let index = (route_index * self.classes.len() + usize::from(class)) * CODES.len() + code;
+        let index = (route_index * self.classes.len() + class) * CODES.len() + code;
         let Some(cell) = self.cells.get(index) else {
             return;
         };
         cell.get_or_init(|| {
             self.family.get_or_create_owned(&RequestLabels {
                 decision: route.as_str(),
-                class: self.classes[usize::from(class)].clone(),
+                class: self.classes[class].clone(),
                 code: CODES[code],
             })
         })
@@ -548,15 +546,19 @@ mod tests {
         let counters = RequestCounters::new(&metrics, &classifier);
         let google = classifier.classify(Some(b"Mozilla/5.0 (compatible; Googlebot/2.1)"));
         for _ in 0..3 {
-            counters.count(Route::Block, Some(google.robot_class(false)), 403);
+            counters.count(Route::Block, Some(classifier.class_of(&google, false)), 403);
         }
         counters.count(Route::Reject, None, 400);
         let tool = classifier.classify(Some(b"SiteTool/2.1"));
-        counters.count(Route::Forward, Some(tool.robot_class(false)), 200);
+        counters.count(Route::Forward, Some(classifier.class_of(&tool, false)), 200);
         let phone = classifier.classify(Some(
             b"Mozilla/5.0 (Linux; Android 6.0; B BOT 50 Build/MRA58K) AppleWebKit/537.36",
         ));
-        counters.count(Route::Forward, Some(phone.robot_class(false)), 200);
+        counters.count(
+            Route::Forward,
+            Some(classifier.class_of(&phone, false)),
+            200,
+        );
         let text = metrics.encode();
         for line in [
             r#"crawlgate_requests_total{decision="forward",class="unknown",code="2xx"} 1"#,

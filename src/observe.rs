@@ -18,90 +18,17 @@ use http::{Method, Request, StatusCode, Uri, Version};
 use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
-use crate::classify::{Reason, RobotClass, UaClass, Verdict};
-use crate::metrics::InFlight;
+use crate::classify::{ClassId, Reason, UaClass};
+use crate::metrics::{InFlight, Side};
 use crate::proxy::body::BodyBytes;
 use crate::response::Body;
+use crate::route::Route;
 use crate::state::Snapshot;
 use crate::verify::Identity;
 
 /// Longest path, host or request-target written to the access log, in
 /// bytes.
 pub const LOG_FIELD_MAX: usize = 256;
-
-/// What was done with a request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Route {
-    /// Forwarded to the upstream.
-    Forward,
-    /// A robot's action URL: 403.
-    Block,
-    /// The canonical address: 301/308.
-    Redirect,
-    /// The synthesized robots.txt.
-    Robots,
-    /// Refused before any decision (bad framing, too long, CONNECT).
-    #[default]
-    Reject,
-    /// A robot shed under upstream pressure: 503 or 429.
-    Shed,
-    /// A robot answered from the robots cache.
-    Cache,
-    /// A file of the sitemap folder (or 404 for none).
-    Sitemap,
-}
-
-impl Route {
-    /// Every route, in declaration order (`route as usize` indexes it).
-    pub const ALL: [Route; 8] = [
-        Route::Forward,
-        Route::Block,
-        Route::Redirect,
-        Route::Robots,
-        Route::Reject,
-        Route::Shed,
-        Route::Cache,
-        Route::Sitemap,
-    ];
-
-    /// The label: `forward`, `block`, `redirect`, `robots`, `reject`,
-    /// `shed`, `cache`, `sitemap`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::Forward => "forward",
-            Route::Block => "block",
-            Route::Redirect => "redirect",
-            Route::Robots => "robots",
-            Route::Reject => "reject",
-            Route::Shed => "shed",
-            Route::Cache => "cache",
-            Route::Sitemap => "sitemap",
-        }
-    }
-}
-
-/// Which side made an exchange fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
-    /// The client (a broken or oversized request body).
-    Client,
-    /// The upstream (refused, timed out, broke off).
-    Upstream,
-    /// crawlgate itself: the end of a drain's grace period closed the
-    /// connection.
-    Proxy,
-}
-
-impl Side {
-    /// `client`, `upstream` or `proxy`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Client => "client",
-            Side::Upstream => "upstream",
-            Side::Proxy => "proxy",
-        }
-    }
-}
 
 /// The request as the access log shows it (kept only when it is on; every
 /// field is a reference-counted view of what hyper parsed, not a copy).
@@ -160,6 +87,12 @@ pub struct Outcome {
     /// The User-Agent's class and the rule that decided (`None` when the
     /// request was refused before classification).
     pub verdict: Option<(UaClass, Reason)>,
+    /// The request's class, as the decision, the class header and
+    /// shedding took it ([`crate::classify::Classes::of`]): set with the
+    /// verdict, then again once verification has spoken (a spoofed claim
+    /// counts as `unknown` in the log and the metrics too). `None` when
+    /// the request was refused before classification.
+    pub class: Option<ClassId>,
     /// What was done.
     pub route: Route,
     /// The status sent; `None` when the request ended before it had an
@@ -178,18 +111,6 @@ pub struct Outcome {
     pub error: Option<(&'static str, Side)>,
     /// What verification found for a robot's crawler claim.
     pub identity: Option<Identity>,
-}
-
-impl Outcome {
-    /// The request's class after verification, as the decision, the class
-    /// header and shedding took it ([`Verdict::robot_class`]): a spoofed
-    /// claim counts as `unknown` in the log and the metrics too. `None`
-    /// when the request was refused before classification.
-    pub fn class(&self) -> Option<RobotClass> {
-        self.verdict.map(|(class, reason)| {
-            Verdict { class, reason }.robot_class(self.identity == Some(Identity::Spoofed))
-        })
-    }
 }
 
 /// Cuts a field for the log at a character boundary.
@@ -270,14 +191,18 @@ impl Pending {
         let snapshot = &self.snapshot;
         snapshot.counters.count(
             outcome.route,
-            outcome.class(),
+            outcome.class,
             outcome.status.map_or(0, |s| s.as_u16()),
         );
         if outcome.request.is_none() {
             return;
         }
         if let Some(log) = snapshot.process.access_log() {
-            if !log.send(outcome, snapshot.log_format, Arc::clone(&snapshot.policy)) {
+            if !log.send(
+                outcome,
+                snapshot.log_format,
+                Arc::clone(&snapshot.policy.classifier),
+            ) {
                 snapshot.process.metrics.log_line_dropped();
             }
         }

@@ -24,11 +24,14 @@
 //!    claim is shed as the unknown robot it is;
 //! 7. everything else is forwarded.
 
+use std::sync::Arc;
+
 use http::{Method, StatusCode};
 
 use crate::cache::Cached;
-use crate::classify::{Classifier, UaClass, Verdict};
+use crate::classify::{ClassId, Classifier, UaClass, Verdict};
 use crate::config::{AiConfig, RedirectConfig, Spoofed};
+use crate::route::Route;
 use crate::shed::{Pressure, Shed, ShedPolicy};
 use crate::sitemap::SERVED_PATH;
 use crate::verify::{AiKind, Identity};
@@ -38,8 +41,9 @@ use crate::{canonical, query};
 /// immutable snapshot; a reload builds a new one.
 #[derive(Debug)]
 pub struct Policy {
-    /// The User-Agent classifier.
-    pub classifier: Classifier,
+    /// The User-Agent classifier (shared with the access log's writer,
+    /// which names classes and rules with it).
+    pub classifier: Arc<Classifier>,
     /// Parameter names that make a URL an action.
     pub blocked_params: Vec<Box<str>>,
     /// Canonical redirect settings.
@@ -129,17 +133,17 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// `block`, `redirect`, `robots`, `cache`, `shed` or `forward`, for
-    /// logs.
-    pub fn as_str(&self) -> &'static str {
+    /// What kind of outcome this is: the route the metrics and the access
+    /// log name it by.
+    pub fn route(&self) -> Route {
         match self {
-            Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => "block",
-            Decision::Redirect { .. } => "redirect",
-            Decision::ServeRobots => "robots",
-            Decision::ServeSitemap => "sitemap",
-            Decision::Shed(_) => "shed",
-            Decision::FromCache { .. } => "cache",
-            Decision::Forward => "forward",
+            Decision::Block { .. } | Decision::BlockSpoofed | Decision::BlockAi(_) => Route::Block,
+            Decision::Redirect { .. } => Route::Redirect,
+            Decision::ServeRobots => Route::Robots,
+            Decision::ServeSitemap => Route::Sitemap,
+            Decision::Shed(_) => Route::Shed,
+            Decision::FromCache { .. } => Route::Cache,
+            Decision::Forward => Route::Forward,
         }
     }
 }
@@ -147,13 +151,22 @@ impl Decision {
 /// Decides what to do with the request described by `facts`.
 pub fn decide(facts: &Facts<'_>, policy: &Policy) -> (Verdict, Decision) {
     let verdict = policy.classifier.classify(facts.user_agent);
-    let decision = decide_classified(verdict, facts, policy);
+    let spoofed = facts.identity == Some(Identity::Spoofed);
+    let class = policy.classifier.class_of(&verdict, spoofed);
+    let decision = decide_classified(verdict, class, facts, policy);
     (verdict, decision)
 }
 
-/// [`decide`] for a User-Agent already classified as `verdict` (the
-/// request path classifies first, to know whether to verify a claim).
-pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -> Decision {
+/// [`decide`] for a User-Agent already classified as `verdict`, of
+/// `class` once verification has spoken ([`Classifier::class_of`] with
+/// `facts.identity`): the request path classifies first, to know whether
+/// to verify a claim, and reads every per-class table with that one id.
+pub fn decide_classified(
+    verdict: Verdict,
+    class: ClassId,
+    facts: &Facts<'_>,
+    policy: &Policy,
+) -> Decision {
     let spoofed = facts.identity == Some(Identity::Spoofed);
     if spoofed && policy.spoofed == Spoofed::Block {
         return Decision::BlockSpoofed;
@@ -212,7 +225,6 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
             return Decision::FromCache { stale: false };
         }
         let shed = policy.shed.as_ref();
-        let class = verdict.robot_class(spoofed);
         if let Some(shed) = shed.and_then(|s| s.decide(class, facts.pressure)) {
             if cached == Cached::Stale {
                 return Decision::FromCache { stale: true };
@@ -230,7 +242,9 @@ pub fn decide_classified(verdict: Verdict, facts: &Facts<'_>, policy: &Policy) -
 #[cfg(test)]
 pub(crate) fn test_policy() -> Policy {
     Policy {
-        classifier: Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"),
+        classifier: Arc::new(
+            Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"),
+        ),
         blocked_params: vec!["do".into(), "_fid".into()],
         redirect: RedirectConfig {
             https: None,
@@ -387,7 +401,7 @@ mod tests {
             Decision::Block { param } => format!("block {}", policy.blocked_params[param]),
             Decision::Redirect { status, location } => format!("{} {location}", status.as_u16()),
             Decision::Shed(shed) => format!("{} after {}", shed.status.as_u16(), shed.retry_after),
-            other => other.as_str().to_owned(),
+            other => other.route().as_str().to_owned(),
         };
         (verdict.class, shown)
     }
@@ -682,7 +696,7 @@ mod tests {
             };
             let (_, decision) = decide(&facts, &policy);
             assert_eq!(
-                (decision.as_str(), asked.get()),
+                (decision.route().as_str(), asked.get()),
                 (want, probes),
                 "{target} {cached:?} {pressure:?} {}",
                 String::from_utf8_lossy(ua)
@@ -896,7 +910,7 @@ mod tests {
                 identity,
                 ..get(target, GOOGLEBOT)
             };
-            decide(&facts, policy).1.as_str()
+            decide(&facts, policy).1.route().as_str()
         };
         const GOOGLEBOT: &[u8] =
             b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";

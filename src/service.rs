@@ -26,11 +26,12 @@ use crate::classify::UaClass;
 use crate::config::Limits;
 use crate::framing;
 use crate::logging::LogLimiter;
-use crate::metrics::Metrics;
-use crate::observe::{Observed, Outcome, Pending, RequestLine, Route, Side};
+use crate::metrics::{Metrics, Side};
+use crate::observe::{Observed, Outcome, Pending, RequestLine};
 use crate::policy::{self, CacheProbe, Decision, Facts};
 use crate::proxy::{self, ClientInfo, ProxyError};
 use crate::response::{self, Body};
+use crate::route::Route;
 use crate::shed::{Change, Pressure, Reading, ShedPolicy};
 use crate::sitemap::{self, serve::Sitemaps};
 use crate::state::{Snapshot, Worker};
@@ -135,6 +136,7 @@ async fn respond(
     // Recorded at once: a request whose client leaves during verification
     // is logged with its class all the same.
     pending.outcome.verdict = Some((verdict.class, verdict.reason));
+    pending.outcome.class = Some(shared.policy.classifier.class_of(&verdict, false));
     // A robot that claims a crawler operator is verified before the
     // decision (a table lookup; DNS only where the ranges do not settle
     // it, bounded in time). Humans do none of it.
@@ -162,6 +164,9 @@ async fn respond(
             _ => (None, None),
         },
     };
+    // The request's one class, read by every per-class table.
+    let spoofed = identity == Some(Identity::Spoofed);
+    let class = shared.policy.classifier.class_of(&verdict, spoofed);
     let bot_cache = shared.caches.bot.as_deref();
     let (decision, found) = {
         let found = std::cell::Cell::new(Probe::NotAsked);
@@ -193,35 +198,24 @@ async fn respond(
             identity,
             ai,
         };
-        let decision = policy::decide_classified(verdict, &facts, &shared.policy);
+        let decision = policy::decide_classified(verdict, class, &facts, &shared.policy);
         (decision, found.into_inner())
     };
     let outcome = &mut pending.outcome;
     outcome.identity = identity;
+    outcome.class = Some(class);
+    outcome.route = decision.route();
 
     match decision {
-        Decision::Block { .. } => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::blocked())
-        }
-        Decision::BlockSpoofed => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::spoofed())
-        }
-        Decision::BlockAi(kind) => {
-            outcome.route = Route::Block;
-            finish_early(&req, response::ai_refused(kind))
-        }
-        Decision::Redirect { status, location } => {
-            outcome.route = Route::Redirect;
-            match HeaderValue::try_from(location) {
-                Ok(location) => finish_early(&req, response::redirect(status, location)),
-                Err(_) => finish_early(&req, response::bad_request()),
-            }
-        }
+        Decision::Block { .. } => finish_early(&req, response::blocked()),
+        Decision::BlockSpoofed => finish_early(&req, response::spoofed()),
+        Decision::BlockAi(kind) => finish_early(&req, response::ai_refused(kind)),
+        Decision::Redirect { status, location } => match HeaderValue::try_from(location) {
+            Ok(location) => finish_early(&req, response::redirect(status, location)),
+            Err(_) => finish_early(&req, response::bad_request()),
+        },
         Decision::FromCache { stale } => match (bot_cache, &found) {
             (Some(cache), Probe::Found(entry, ..)) => {
-                outcome.route = Route::Cache;
                 let res = cache.respond(entry, stale, req.method(), req.headers(), start);
                 finish_early(&req, res)
             }
@@ -229,12 +223,10 @@ async fn respond(
             _ => finish_early(&req, response::bad_gateway()),
         },
         Decision::Shed(shed) => {
-            outcome.route = Route::Shed;
             let retry_after = HeaderValue::from(shed.retry_after);
             finish_early(&req, response::shed(shed.status, retry_after))
         }
         Decision::ServeSitemap => {
-            outcome.route = Route::Sitemap;
             let res = match &shared.sitemaps {
                 Some(sitemaps) => serve_sitemap(sitemaps, &req).await,
                 None => response::not_found(),
@@ -242,7 +234,6 @@ async fn respond(
             finish_early(&req, res)
         }
         Decision::ServeRobots => {
-            outcome.route = Route::Robots;
             let robots = shared.robots.representation(scheme, authority);
             let (etag, modified) = (&robots.etag, robots.last_modified);
             if validators::not_modified(
@@ -257,7 +248,6 @@ async fn respond(
             finish_early(&req, response::robots(robots))
         }
         Decision::Forward => {
-            outcome.route = Route::Forward;
             // An upgrade (WebSocket) passed the policy like any request;
             // the client's half is taken before the request moves on.
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
@@ -269,8 +259,7 @@ async fn respond(
                 }
                 _ => None,
             };
-            let spoofed = identity == Some(Identity::Spoofed);
-            let class = shared.class_values.of(verdict.robot_class(spoofed));
+            let class = shared.class_values.of(class);
             let robot =
                 (class.is_some() || identity.is_some()).then_some(proxy::Robot { class, identity });
             forward(

@@ -36,9 +36,8 @@ use std::time::Duration;
 use http::StatusCode;
 use tokio::time::Instant;
 
-use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+use crate::classify::{ClassId, Classifier};
 pub use crate::config::ShedConfig;
-use crate::rules::Kind;
 
 /// How often, at most, the level is re-evaluated.
 pub const CHECK_EVERY: Duration = Duration::from_millis(100);
@@ -280,10 +279,8 @@ pub struct Shed {
 pub struct ShedPolicy {
     /// The validated settings.
     pub config: ShedConfig,
-    /// Each rule's tier (bot tokens: their list's).
-    rule_tier: Vec<Tier>,
-    unknown: Tier,
-    empty: Tier,
+    /// Each class's tier, indexed by [`ClassId`] (human: never).
+    tiers: Vec<Tier>,
     /// The tier of `search`, if it is in the order.
     search_tier: Option<u8>,
 }
@@ -296,11 +293,17 @@ pub struct UnknownClass(pub String, pub String);
 impl ShedPolicy {
     /// Compiles `config` against `classifier`'s rule lists.
     pub fn new(config: ShedConfig, classifier: &Classifier) -> Result<Self, UnknownClass> {
-        let rules = classifier.rules();
-        let mut known: Vec<&str> = vec![UNKNOWN_CLASS, NO_USER_AGENT_CLASS];
-        for rule in rules.iter().filter(|r| r.kind == Kind::Bot) {
-            if !known.contains(&&*rule.list) {
-                known.push(&rule.list);
+        let classes = classifier.classes();
+        // Every robot class may be named; `human` is never shed.
+        let robot = |id: &ClassId| *id != ClassId::HUMAN;
+        for class in config.order.iter().flatten() {
+            if !classes.find(class).is_some_and(|id| robot(&id)) {
+                let known: Vec<&str> = classes
+                    .ids()
+                    .filter(robot)
+                    .map(|id| classes.name(id))
+                    .collect();
+                return Err(UnknownClass(class.to_string(), known.join(", ")));
             }
         }
         let tier_of = |class: &str| {
@@ -313,23 +316,16 @@ impl ShedPolicy {
                     search: class == "search",
                 })
         };
-        for class in config.order.iter().flatten() {
-            if !known.contains(&&**class) {
-                return Err(UnknownClass(class.to_string(), known.join(", ")));
-            }
-        }
-        let rule_tier = rules
-            .iter()
-            .map(|r| match r.kind {
-                Kind::Bot => tier_of(&r.list),
-                Kind::Human | Kind::Shape => NEVER,
+        let tiers = classes
+            .ids()
+            .map(|id| match id {
+                ClassId::HUMAN => NEVER,
+                _ => tier_of(classes.name(id)),
             })
             .collect();
         let search = tier_of("search");
         Ok(Self {
-            rule_tier,
-            unknown: tier_of(UNKNOWN_CLASS),
-            empty: tier_of(NO_USER_AGENT_CLASS),
+            tiers,
             search_tier: (search != NEVER).then_some(search.index),
             config,
         })
@@ -342,16 +338,11 @@ impl ShedPolicy {
 
     /// Whether a request of `class` is shed under `pressure`. Humans
     /// never are (a spoofed crawler claim is an unknown robot by then).
-    pub fn decide(&self, class: RobotClass, pressure: Pressure) -> Option<Shed> {
+    pub fn decide(&self, class: ClassId, pressure: Pressure) -> Option<Shed> {
         if pressure.level == 0 {
             return None;
         }
-        let tier = match class {
-            RobotClass::Human => return None,
-            RobotClass::Listed(rule) => self.rule_tier.get(rule).copied().unwrap_or(NEVER),
-            RobotClass::Unknown => self.unknown,
-            RobotClass::NoUserAgent => self.empty,
-        };
+        let tier = self.tiers.get(class.index()).copied().unwrap_or(NEVER);
         if tier.index >= pressure.level {
             return None;
         }

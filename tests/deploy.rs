@@ -21,12 +21,8 @@ fn exported() -> BTreeSet<String> {
     let metrics = Metrics::new();
     let classifier = crawlgate::classify::Classifier::new(&crawlgate::rules::RuleLists::embedded())
         .expect("rules");
-    RequestCounters::new(&metrics, &classifier).count(
-        crawlgate::observe::Route::Forward,
-        None,
-        200,
-    );
-    metrics.upstream_error("connect", crawlgate::observe::Side::Upstream);
+    RequestCounters::new(&metrics, &classifier).count(crawlgate::route::Route::Forward, None, 200);
+    metrics.upstream_error("connect", crawlgate::metrics::Side::Upstream);
     let _open = metrics.connection(Protocol::http1);
     metrics.tls_handshake("ok");
     metrics.certificates([("example.com", 0)]);

@@ -18,7 +18,7 @@ fn well_known_robots_get_their_class() {
         let (want, ua) = line.split_once('\t').expect("class<TAB>user-agent");
         rows += 1;
         let verdict = classifier.classify(Some(ua.as_bytes()));
-        let got = classifier.class_label(verdict.robot_class(false));
+        let got = classifier.class_name(classifier.class_of(&verdict, false));
         if got != want {
             wrong.push(format!(
                 "{ua}\n    want {want}, got {got} ({})",

@@ -190,7 +190,7 @@ fn long_user_agents_are_classified_whole() {
 fn robot_classes_are_list_names_and_a_spoofed_claim_is_unknown() {
     let c = classifier();
     let label = |ua: Option<&[u8]>, spoofed: bool| {
-        c.class_label(c.classify(ua).robot_class(spoofed))
+        c.class_name(c.class_of(&c.classify(ua), spoofed))
             .to_owned()
     };
     let gptbot = Some(&b"GPTBot/1.2"[..]);

@@ -50,7 +50,7 @@ pub use proxy::{parse_upstream, ProxyConfig, RawProxy, UpstreamAddr};
 pub use redirect::{HttpsRedirect, RawBlock, RawRedirect, RedirectConfig, WwwMode};
 pub use restart::Restart;
 pub use robots::RawRobots;
-pub use shed::{RawShed, ShedConfig, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+pub use shed::{RawShed, ShedConfig, HUMAN_CLASS, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 pub use tls::{RawTls, TlsConfig};
 pub use verify::{RawVerify, Spoofed, VerifyConfig};
 

@@ -35,6 +35,10 @@ pub struct RawShed {
     pub calm_after: Option<String>,
 }
 
+/// The class of a request that is not a robot's (metrics, the access
+/// log).
+pub const HUMAN_CLASS: &str = "human";
+
 /// The class of a robot found by structure alone: it did not say what it
 /// is.
 pub const UNKNOWN_CLASS: &str = "unknown";

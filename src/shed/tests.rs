@@ -244,7 +244,9 @@ fn the_capped_share_lets_that_share_of_search_requests_through() {
     let passed = (0..1000)
         .filter(|_| {
             let p = load.pressure(&policy, 100, now, |_, _, _| {});
-            policy.decide(google.robot_class(false), p).is_none()
+            policy
+                .decide(classifier.class_of(&google, false), p)
+                .is_none()
         })
         .count();
     assert_eq!(passed, 250);
@@ -286,5 +288,43 @@ fn unknown_classes_in_the_order_are_refused() {
     assert!(
         text.contains("\"serach\"") && text.contains("search"),
         "{text}"
+    );
+}
+
+#[test]
+fn each_class_has_its_tier_by_id() {
+    let classifier = Classifier::new(&RuleLists::embedded()).expect("rules");
+    let classes = classifier.classes();
+    let policy = ShedPolicy::new(config(), &classifier).expect("default order");
+    assert_eq!(policy.tiers.len(), classes.len());
+    let tier = |name: &str| policy.tiers[classes.find(name).expect(name).index()].index;
+    assert_eq!(tier("human"), NEVER.index);
+    for (i, names) in ShedConfig::default_order().iter().enumerate() {
+        for name in names {
+            assert_eq!(tier(name), i as u8, "{name}");
+        }
+    }
+    assert!(policy.tiers[ClassId::UNKNOWN.index()].index == 0);
+    assert!(policy.tiers[ClassId::NO_USER_AGENT.index()].index == 0);
+    assert!(policy.tiers[classes.find("search").expect("search").index()].search);
+    // Humans are never shed, at any level.
+    let all = Pressure {
+        level: u8::MAX,
+        search_pass: Some(false),
+    };
+    assert_eq!(policy.decide(ClassId::HUMAN, all), None);
+    assert!(policy.decide(ClassId::UNKNOWN, all).is_some());
+}
+
+#[test]
+fn human_is_no_class_of_the_order() {
+    let classifier = Classifier::new(&RuleLists::embedded()).expect("rules");
+    let mut config = config();
+    config.order = vec![vec!["human".into()]];
+    let err = ShedPolicy::new(config, &classifier).expect_err("human");
+    assert!(
+        err.to_string()
+            .contains("(one of: unknown, no-user-agent, "),
+        "{err}"
     );
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use http::header::HeaderValue;
 
-use crate::classify::{Classifier, RobotClass, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+use crate::classify::{ClassId, Classifier, UNKNOWN_CLASS};
 use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig};
 use crate::metrics::RequestCounters;
 use crate::policy::Policy;
@@ -86,49 +86,34 @@ pub struct Verify {
     pub signatures: Option<SignatureChecker>,
 }
 
-/// `X-Crawler-Class` values, one per rule and for the classes no rule
-/// names: a robot's header is a reference-counted clone, never an
+/// `X-Crawler-Class` values, one per class of the table (none for
+/// humans): a robot's header is a reference-counted clone, never an
 /// allocation.
 #[derive(Debug)]
-pub struct ClassValues {
-    per_rule: Vec<HeaderValue>,
-    unknown: HeaderValue,
-    empty: HeaderValue,
-}
+pub struct ClassValues(Vec<Option<HeaderValue>>);
 
 impl ClassValues {
-    /// The values of `classifier`'s lists.
+    /// The values of `classifier`'s classes (a list name that is no
+    /// header value is sent as `unknown`).
     pub fn new(classifier: &Classifier) -> Self {
-        let mut by_list: Vec<(&str, HeaderValue)> = Vec::new();
-        let per_rule = classifier
-            .rules()
-            .iter()
-            .map(|rule| {
-                if let Some((_, value)) = by_list.iter().find(|(l, _)| *l == &*rule.list) {
-                    return value.clone();
-                }
-                let value = HeaderValue::from_str(&rule.list)
-                    .unwrap_or_else(|_| HeaderValue::from_static(UNKNOWN_CLASS));
-                by_list.push((&rule.list, value.clone()));
-                value
+        let classes = classifier.classes();
+        let values = classes
+            .ids()
+            .map(|id| match id {
+                ClassId::HUMAN => None,
+                _ => Some(
+                    HeaderValue::from_str(classes.name(id))
+                        .unwrap_or_else(|_| HeaderValue::from_static(UNKNOWN_CLASS)),
+                ),
             })
             .collect();
-        Self {
-            per_rule,
-            unknown: HeaderValue::from_static(UNKNOWN_CLASS),
-            empty: HeaderValue::from_static(NO_USER_AGENT_CLASS),
-        }
+        Self(values)
     }
 
-    /// A robot's class header ([`Verdict::robot_class`]: a spoofed claim
-    /// is `unknown`); `None` for humans.
-    pub fn of(&self, class: RobotClass) -> Option<HeaderValue> {
-        Some(match class {
-            RobotClass::Human => return None,
-            RobotClass::Listed(rule) => self.per_rule.get(rule).unwrap_or(&self.unknown).clone(),
-            RobotClass::NoUserAgent => self.empty.clone(),
-            RobotClass::Unknown => self.unknown.clone(),
-        })
+    /// The class header of a request of `class` (after verification: a
+    /// spoofed claim is `unknown`); `None` for humans.
+    pub fn of(&self, class: ClassId) -> Option<HeaderValue> {
+        self.0.get(class.index()).cloned().flatten()
     }
 }
 
@@ -219,7 +204,7 @@ impl Snapshot {
         let class_values = Arc::new(ClassValues::new(&classifier));
         Ok(Self {
             policy: Arc::new(Policy {
-                classifier,
+                classifier: Arc::new(classifier),
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
                 shed,
