@@ -32,7 +32,7 @@ use crate::classify::{Classifier, Reason, UaClass};
 use crate::config::LogFormat;
 use crate::logging::LogLimiter;
 use crate::metrics::Metrics;
-use crate::observe::{truncate, Outcome};
+use crate::outcome::{truncate, Outcome};
 
 /// Lines that can wait for the writer; past this they are dropped. With
 /// [`BATCH`], room for 400,000 requests a second.
@@ -355,7 +355,7 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     let path = req.uri.path_and_query().map_or("/", |pq| pq.as_str());
     escaped(out, path.as_bytes());
     // Cut at LOG_FIELD_MAX bytes of escaped text (only ASCII is written).
-    target += crate::observe::LOG_FIELD_MAX;
+    target += crate::outcome::LOG_FIELD_MAX;
     if out.len() > target {
         out.truncate(target);
     }
@@ -470,7 +470,7 @@ mod tests {
     /// or once a second).
     #[test]
     fn a_line_queued_after_a_reopen_goes_to_the_new_file() {
-        use crate::observe::RequestLine;
+        use crate::outcome::RequestLine;
         use crate::route::Route;
 
         let classifier =

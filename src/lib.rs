@@ -24,7 +24,7 @@
 //!    [`proxy::Upstream`], which rewrites headers and streams both bodies.
 //!    An HTTP/1.1 upgrade (WebSocket) the upstream accepts with 101 is
 //!    spliced both ways by [`tunnel`] in the connection's own task.
-//! 4. Each request's [`observe::Outcome`] is recorded when its response
+//! 4. Each request's [`outcome::Outcome`] is recorded when its response
 //!    body is done: counted, and written to the process's access log
 //!    ([`state::Process`]).
 //!
@@ -70,6 +70,7 @@ pub mod live;
 pub mod logging;
 pub mod metrics;
 pub mod observe;
+pub mod outcome;
 pub mod policy;
 pub mod proxy;
 pub mod query;
