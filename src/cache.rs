@@ -61,6 +61,7 @@ use tokio::time::Instant;
 
 use crate::config::BotCacheConfig;
 use crate::metrics::Metrics;
+use crate::policy::Cached;
 use crate::proxy::body::BodyCopy;
 use crate::response::{self, Body};
 use crate::validators::{etag_of, not_modified};
@@ -127,18 +128,6 @@ impl quick_cache::Weighter<u64, Arc<Entry>> for Weight {
     fn weight(&self, _key: &u64, entry: &Arc<Entry>) -> u64 {
         entry.weight
     }
-}
-
-/// What the cache holds for a request, for the decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cached {
-    /// Nothing usable (or the request may not use the cache).
-    None,
-    /// A fresh entry.
-    Fresh,
-    /// An entry past its freshness but within `max_stale`: only instead
-    /// of an error.
-    Stale,
 }
 
 /// What a lookup found, kept by the request for its answer or its fill.

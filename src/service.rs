@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
-use crate::cache::{self, BotCache, Cached, Probe};
+use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
 use crate::config::Limits;
 use crate::framing;
@@ -29,7 +29,7 @@ use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, Side};
 use crate::observe::{Observed, Pending};
 use crate::outcome::{Outcome, RequestLine};
-use crate::policy::{self, CacheProbe, Decision, Facts};
+use crate::policy::{self, CacheProbe, Cached, Decision, Facts};
 use crate::proxy::{self, ClientInfo, ProxyError};
 use crate::response::{self, Body};
 use crate::route::Route;
