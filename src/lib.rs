@@ -28,33 +28,56 @@
 //!    body is done: counted, and written to the process's access log
 //!    ([`state::Process`]).
 //!
-//! # Layout
+//! # Layers
 //!
-//! * [`config`]: TOML file + flags → validated [`config::Config`].
-//! * [`rules`]: the token lists in `rules/` (embedded or from a folder).
-//! * [`classify`], [`query`], [`canonical`], [`robots`], [`policy`]: the
-//!   decision, with no I/O (robots checks one file's existence); [`shed`]:
-//!   the pure shedding state machine and the process-wide load tracker
-//!   that feeds it; [`cache`]: the robots-only cache, and [`validators`]
-//!   (ETags, 304s) for what crawlgate serves itself; [`verify`]: whether
-//!   a robot is the crawler it claims (the operators' published IP ranges
-//!   as a lookup table, reverse-then-forward DNS), with the range lists'
-//!   store and refresh.
-//! * [`service`], [`proxy`], [`response`], [`server`]: the network side;
-//!   [`framing`] refuses request heads an upstream could read differently.
-//! * [`state`]: the process's state, the snapshot a reload replaces, each
-//!   worker's own part, and where they are built.
-//! * [`tls`]: the certificate folder and the SNI resolver; [`live`]: the
-//!   running state and its reload; [`run`]: the one entry that binds,
-//!   serves and obeys control events (reload, drain, exit), used by
-//!   [`cli::run`] (with the signals `main` maps to them), `demo` and the
-//!   tests.
-//! * [`sitemap`]: sitemap sets built from the site's data and written whole
-//!   (`crawlgate sitemap build`), their index, and the folder they live in.
-//! * [`demo`]: a sample site behind the proxy, for `crawlgate demo`.
-//! * [`cli`]: the command line (clap's types) and each subcommand's work
-//!   and report; `main` parses it and maps signals and exit codes.
-//! * [`logging`]: the `RUST_LOG` filter and the limiter for repeated lines.
+//! Imports point down this table, never up: a module names only modules
+//! of its own row or of the rows below it (`tests/layers.rs` reads this
+//! table and every `crate::` path of `src/`, and fails on an upward import
+//! or a circle).
+//!
+//! | layer | modules |
+//! | --- | --- |
+//! | 10. entry: the command line, the one run loop and its control events | [`cli`], [`run`], [`demo`] |
+//! | 9. server: listeners, TLS and HTTP/1, HTTP/2 connections; the admin listener | [`server`], [`admin`] |
+//! | 8. service: a request through decision, forwarding and answer; its record finished | [`service`], [`observe`] |
+//! | 7. state: process, snapshot and worker state; loading and reload | [`state`], [`live`] |
+//! | 6. the record: what a request was and what happened; the access-log writer | [`outcome`], [`access_log`] |
+//! | 5. answers and forwarding: the upstream client, responses, the robots cache, tunnels | [`proxy`], [`response`], [`cache`], [`tunnel`] |
+//! | 4. the decision: pure, from facts to a decision | [`policy`], [`robots`] |
+//! | 3. what the decision reads from the process: metrics, certificates, crawler verification | [`metrics`], [`tls`], [`verify`] |
+//! | 2. classes and request shapes | [`classify`], [`canonical`], [`framing`], [`sitemap`], [`shed`] |
+//! | 1. values and config sections | [`config`], [`rules`], [`query`], [`route`], [`validators`], [`clock`], [`logging`], [`testing`] |
+//!
+//! * [`config`]: TOML file + flags → validated [`config::Config`], one
+//!   file per section; [`rules`]: the token lists in `rules/`; [`route`]:
+//!   what was done with a request, as counted and logged; [`clock`]:
+//!   clocks in atomics; [`validators`]: ETags and 304s.
+//! * [`classify`]: the User-Agent classifier and the one class table;
+//!   [`query`] knows how PHP reads parameter names; [`canonical`]: the
+//!   canonical address; [`framing`] refuses request heads an upstream could
+//!   read differently; [`shed`]: the pure shedding state machine and the
+//!   load tracker that feeds it; [`sitemap`]: sitemap sets built from the
+//!   site's data, their index, and the folder they are served from.
+//! * [`verify`]: whether a robot is the crawler it claims (the operators'
+//!   published ranges as a lookup table, reverse-then-forward DNS, Web Bot
+//!   Auth signatures), with the range lists' store and refresh;
+//!   [`metrics`]: Prometheus metrics; [`tls`]: the certificate folder and
+//!   the SNI resolver.
+//! * [`policy`]: the decision, with no I/O; [`robots`]: the synthesized
+//!   robots.txt.
+//! * [`proxy`]: the upstream client, header rewriting, upstream errors and
+//!   their statuses, the streaming bodies; [`response`]: crawlgate's own
+//!   answers; [`cache`]: the robots-only cache; [`tunnel`]: upgraded
+//!   connections spliced both ways.
+//! * [`state`]: what the process owns from start to exit, the snapshot a
+//!   reload replaces, each worker's own part, and where they are built;
+//!   [`live`]: loading (the same for check-config, start and reload) and
+//!   the swap.
+//! * [`run`]: the one entry that binds, serves and obeys control events
+//!   (reload, drain, exit), used by [`cli::run`] (with the signals `main`
+//!   maps to them), [`demo`] and the tests; [`cli`]: the command line and
+//!   each subcommand's work and report; [`logging`]: the `RUST_LOG` filter
+//!   and the limiter for repeated lines; [`testing`]: helpers for tests.
 
 pub mod access_log;
 pub mod admin;
