@@ -675,22 +675,6 @@ async fn a_body_read_whole_that_fails_is_a_502_or_504() {
     assert_eq!(res.header("age"), Some("61"));
 }
 
-/// The real binary's standard error, line by line, as it comes.
-fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
-    use std::io::BufRead;
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
 /// The lines logged until the reload's outcome (within 10 s).
 fn until_reloaded(lines: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -738,7 +722,7 @@ async fn the_robots_cache_outlives_a_reload_and_a_resize_empties_it() {
         std::process::Stdio::piped(),
         "info",
     );
-    let lines = stderr_lines(&mut proxy.0);
+    let lines = support::process::stderr_lines(&mut proxy.0);
 
     let first = get(addr, "example.com", "/kept", Some(GOOGLEBOT)).await;
     assert_eq!(first.header("age"), None, "from the site");

@@ -1185,22 +1185,6 @@ async fn the_newer_lists_verify_from_saved_copies() {
     proxy.stop().await;
 }
 
-/// The real binary's standard error, line by line, as it comes.
-fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
-    use std::io::BufRead;
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
 /// Offline, with verification on: every list's source is a loopback port
 /// nothing listens on, so every fetch fails at once, round after round.
 /// The first round logs one short warning (how many lists, that they are
@@ -1233,7 +1217,7 @@ fn offline_start_up_warns_in_one_short_line() {
         addr,
         std::process::Stdio::piped(),
     );
-    let lines = stderr_lines(&mut running.0);
+    let lines = support::process::stderr_lines(&mut running.0);
     let mut seen = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     // Until the warning, then 5 s more: rounds come every second (refresh
@@ -1301,7 +1285,7 @@ fn the_demo_fetches_no_range_list_and_warns_of_nothing() {
         .spawn()
         .expect("spawn demo");
     let stdout = child.stdout.take().expect("stdout");
-    let errors = stderr_lines(&mut child);
+    let errors = support::process::stderr_lines(&mut child);
     let demo = support::process::Running(child);
     let (tx, printed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -85,3 +85,20 @@ pub fn free_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
 }
+
+/// The child's standard error (piped), line by line as it comes, read by
+/// a thread of its own so that a test can wait for a line with a timeout.
+pub fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
