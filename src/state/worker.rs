@@ -43,9 +43,7 @@ impl Worker {
             dns: verify
                 .and_then(|v| v.dns.as_ref())
                 .and_then(|d| d.for_worker().ok()),
-            signatures: verify
-                .and_then(|v| v.signatures.as_ref())
-                .map(SignatureChecker::for_worker),
+            signatures: signatures(&snapshot),
             snapshot,
         }
     }
@@ -66,14 +64,17 @@ impl Worker {
                 .with_own_pool()
                 .keeping_pool_of(&self.upstream),
             dns,
-            signatures: snapshot
-                .verify
-                .as_ref()
-                .and_then(|v| v.signatures.as_ref())
-                .map(SignatureChecker::for_worker),
+            signatures: signatures(&snapshot),
             snapshot,
         }
     }
+}
+
+/// The worker's own signature client, when the snapshot verifies
+/// signatures (a client is never shared between event loops).
+fn signatures(snapshot: &Snapshot) -> Option<SignatureChecker> {
+    let checker = snapshot.verify.as_ref()?.signatures.as_ref()?;
+    Some(checker.for_worker())
 }
 
 /// Where a worker finds its state: the current snapshot, and its own
