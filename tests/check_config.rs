@@ -12,21 +12,9 @@ use std::time::Duration;
 
 use crawlgate::config::Overrides;
 use crawlgate::verify::Operators;
+use support::lists::{lists_toml, GOOGLE_LIST};
 use support::process::{self, free_addr, Running, BIN};
 use support::{request, Proxy, Upstream, GOOGLEBOT};
-
-const GOOGLE_LIST: &str =
-    r#"{"creationTime": "2026-12-01T10:00:00", "prefixes": [{"ipv4Prefix": "66.249.66.0/24"}]}"#;
-
-/// `[verify.ranges.*]` for every shipped list: the local files of `files`
-/// (list name → path), the others a closed port on loopback, so that
-/// nothing leaves the machine.
-fn lists_toml(files: &[(&str, &Path)]) -> String {
-    support::ranges_toml(|name| match files.iter().find(|(n, _)| *n == name) {
-        Some((_, path)) => path.display().to_string(),
-        None => format!("http://127.0.0.1:1/{name}.json"),
-    })
-}
 
 /// The real binary with `config` on a free port, with `env`, until it
 /// listens.

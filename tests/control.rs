@@ -5,19 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use crawlgate::config::Overrides;
-use support::{get, Proxy, Upstream, GOOGLEBOT};
+use support::{get, two_workers, Upstream, GOOGLEBOT};
 use tokio::io::AsyncReadExt;
-
-/// crawlgate with `toml` and two workers, in front of `upstream`.
-async fn two_workers(toml: &str, upstream: &Upstream) -> Proxy {
-    let overrides = Overrides {
-        upstream: Some(upstream.url()),
-        workers: Some(2),
-        ..Overrides::default()
-    };
-    Proxy::start_with(toml, overrides).await
-}
 
 /// A reload reaches every worker: after it, fresh connections (spread by
 /// the kernel over both workers' sockets) all see the new block list; a

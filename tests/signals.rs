@@ -11,10 +11,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use sha2::{Digest, Sha256};
-use support::process::{self, free_addr, Running};
+use support::download::{finish_download, start_download};
+use support::process::{self, free_addr, wait_for, Running};
 use support::tls::{self as t, Ca};
 use support::{get, Upstream, FIREFOX};
 
@@ -39,56 +37,12 @@ fn write_config(
     std::fs::write(path, text).expect("write config");
 }
 
-/// Opens a download of `size` bytes and reads its first `first` bytes;
-/// the rest stays in flight.
-async fn start_download(addr: SocketAddr, size: u64, first: u64) -> (Incoming, Sha256, u64) {
-    let mut sender = support::h1_client(addr).await;
-    let req = http::Request::get(format!("/download?bytes={size}"))
-        .header("host", "example.test")
-        .header("user-agent", FIREFOX)
-        .body(http_body_util::Empty::<Bytes>::new())
-        .expect("request");
-    let res = sender.send_request(req).await.expect("response");
-    assert_eq!(res.status(), 200);
-    let mut body = res.into_body();
-    let mut hasher = Sha256::new();
-    let mut seen = 0u64;
-    while seen < first {
-        let frame = body.frame().await.expect("more body").expect("frame");
-        if let Ok(data) = frame.into_data() {
-            seen += data.len() as u64;
-            hasher.update(&data);
-        }
-    }
-    (body, hasher, seen)
-}
-
-/// Reads the rest of a download; the total and the digest.
-async fn finish_download(mut body: Incoming, mut hasher: Sha256, mut seen: u64) -> (u64, String) {
-    while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else { break };
-        if let Ok(data) = frame.into_data() {
-            seen += data.len() as u64;
-            hasher.update(&data);
-        }
-    }
-    (seen, support::hex(&hasher.finalize()))
-}
-
 /// What the upstream was told about `ua`: `X-Crawler` of its latest request.
 async fn class_of(addr: SocketAddr, upstream: &Upstream, ua: &str) -> String {
     let res = get(addr, "example.test", "/who", Some(ua)).await;
     assert_eq!(res.status, 200, "{}", res.text());
     let last = upstream.last("/who").expect("reached");
     last.header("x-crawler").unwrap_or("?").to_owned()
-}
-
-async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

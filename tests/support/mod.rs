@@ -4,8 +4,13 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod dns;
+pub mod download;
+pub mod lists;
 pub mod process;
+pub mod site;
 pub mod tls;
+pub mod verdict;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -400,6 +405,16 @@ impl Proxy {
             assert_eq!(stopped, Stopped::Drained);
         }
     }
+}
+
+/// crawlgate with `toml` and two workers, in front of `upstream`.
+pub async fn two_workers(toml: &str, upstream: &Upstream) -> Proxy {
+    let overrides = Overrides {
+        upstream: Some(upstream.url()),
+        workers: Some(2),
+        ..Overrides::default()
+    };
+    Proxy::start_with(toml, overrides).await
 }
 
 /// `toml`, with the access log going to a file beside it unless the test

@@ -102,3 +102,13 @@ pub fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
     });
     rx
 }
+
+/// Polls `check` every 50 ms until it holds, for at most 10 s (`what`
+/// names it in the failure).
+pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
