@@ -1,5 +1,10 @@
-//! The real binary under real signals: SIGTERM drains in-flight requests,
-//! refuses new connections and exits 0; a second SIGTERM exits at once.
+//! What a drain does: requests in flight finish (a download read to its
+//! last byte), new connections are refused, and the process returns once
+//! the connections are gone, within the grace period; a second SIGTERM
+//! ends it at once and cuts what was left. Driven two ways: SIGTERM to the
+//! real binary as a child process (its exit code read), and the in-process
+//! drain control event of the library entry production runs
+//! ([`Proxy::drain`](support::Proxy::drain), what the first SIGTERM sends).
 
 mod support;
 
@@ -9,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use support::download::{finish_download, start_download};
 use support::process::{self, free_addr, wait_for, Running};
-use support::Upstream;
+use support::{two_workers, Upstream};
+use tokio::io::AsyncReadExt;
 
 fn plain_proxy(upstream: &Upstream, grace: &str) -> (Running, SocketAddr, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -30,7 +36,6 @@ fn plain_proxy(upstream: &Upstream, grace: &str) -> (Running, SocketAddr, tempfi
     );
     (proxy, addr, dir)
 }
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_in_flight_requests_and_refuses_new_connections() {
     const SIZE: u64 = 32 * 1024 * 1024;
@@ -78,4 +83,40 @@ async fn a_second_sigterm_exits_at_once() {
     // The download was cut, and the client can tell: not all bytes came.
     let (total, _) = finish_download(body, hasher, seen).await;
     assert!(total < SIZE, "a cut download is not passed off as complete");
+}
+
+/// A drain with two workers lets a request in flight finish, refuses new
+/// connections, and returns once the connections are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_finishes_what_is_in_flight_then_returns() {
+    let upstream = Upstream::start().await;
+    let proxy = two_workers("", &upstream).await;
+    let addr = proxy.addr;
+    // A large download, read slowly: in flight when the drain starts.
+    let (mut slow, first) = support::open_exchange(
+        addr,
+        b"GET /download?bytes=8000000 HTTP/1.1\r\nHost: example.com\r\nUser-Agent: x\r\n\r\n",
+    )
+    .await;
+    assert!(first.starts_with(b"HTTP/1.1 200"));
+
+    proxy.drain().await;
+    // New connections are refused once the listeners are closed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still accepting while draining"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The download in flight completes in full.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut rest))
+        .await
+        .expect("the download finished during the drain")
+        .expect("read");
+    let body = first.len() + rest.len();
+    assert!(body > 8_000_000, "only {body} bytes arrived");
+    proxy.stop().await;
 }
