@@ -8,6 +8,7 @@ pub mod dns;
 pub mod download;
 pub mod lists;
 pub mod process;
+pub mod signing;
 pub mod site;
 pub mod tls;
 pub mod verdict;
