@@ -2,7 +2,8 @@
 //! config reach every worker while requests in flight and connections
 //! (to clients and to an unchanged upstream) go on; a broken file is
 //! refused and the running state kept; the process-wide caches (robots
-//! pages, DNS answers) outlive a reload that leaves their settings alone.
+//! pages, DNS answers, key directories) outlive a reload that leaves their
+//! settings alone.
 //! Driven two ways: SIGHUP to the real binary as a child process, and the
 //! in-process reload control event of the library entry production runs
 //! ([`Proxy::reload`], what SIGHUP sends).
@@ -20,10 +21,11 @@ use support::dns::{DnsServer, Zone};
 use support::download::{finish_download, start_download};
 use support::lists::{lists_toml, ranges_toml, ListServer, GOOGLE_LIST};
 use support::process::{self, free_addr, wait_for};
+use support::signing::{AgentKey, Signing};
 use support::site::Site;
 use support::tls::{self as t, Ca};
-use support::verdict::{overrides, verdict};
-use support::{get, request, two_workers, Proxy, Upstream, FIREFOX, GOOGLEBOT};
+use support::verdict::{overrides, told, verdict};
+use support::{forwarded_for, get, request, two_workers, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 
 /// A robot only the reloaded rules know.
 const FETCHER: &str = "Mozilla/5.0 (X11; Linux x86_64) FancyFetcher/3.1";
@@ -513,5 +515,91 @@ async fn dns_answers_outlive_a_reload() {
     proxy.reload().await.expect("reload succeeds");
     assert_eq!(verified("/new-settings").await.as_deref(), Some("dns"));
     assert!(dns.asked("66.249.66.1") > asked, "asked again");
+    proxy.stop().await;
+}
+
+/// The key-directory cache belongs to the process: after a reload that
+/// leaves the signature settings as they were, a robot signed the Web Bot
+/// Auth way is verified again without its agent's directory being fetched
+/// (the directory's server counts the fetches); a reload that changes them
+/// starts an empty cache, and the directory is fetched again.
+#[tokio::test]
+async fn key_directories_outlive_a_reload() {
+    let ca = Ca::new();
+    let leaf = ca.leaf(&["127.0.0.1"]);
+    let agent = ListServer::start_with(Some(Ca::acceptor(&leaf))).await;
+    let key = AgentKey::new(7);
+    let directory = "/.well-known/http-message-signatures-directory";
+    agent.set(
+        directory,
+        format!(r#"{{"keys": [{}]}}"#, key.jwk).as_bytes(),
+    );
+    let upstream = Upstream::start().await;
+    let lists = ListServer::start().await; // serves nothing: signatures decide
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca.pem).expect("write CA");
+    let toml = |timeout: &str, disallow: &str| {
+        format!(
+            "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\ndirectory_timeout = \"{timeout}\"\nca_file = {:?}\nsignature_agents = [{:?}]\n{}\n[robots]\ndisallow = [\"{disallow}\"]\n",
+            ca_file.display(),
+            agent.addr.to_string(),
+            ranges_toml(&lists, &[])
+        )
+    };
+    let proxy = Proxy::start_with(&toml("2s", "/admin/"), overrides(&upstream)).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let signed = Signing {
+        key: &key,
+        authority: "example.com",
+        agent: agent.url(""),
+        components: &["@authority", "signature-agent"],
+        window: (now - 5, now + 300),
+        tag: "web-bot-auth",
+    }
+    .headers();
+    let verified = async |path: &str| {
+        let (res, seen) = forwarded_for(
+            &proxy,
+            &upstream,
+            "198.51.100.20",
+            "ExampleAgent/1.0",
+            path,
+            &signed,
+        )
+        .await;
+        assert_eq!(res.status, 200, "{path}");
+        told(&seen).1
+    };
+    assert_eq!(verified("/first").await.as_deref(), Some("signature"));
+    let fetched = agent.asked(directory);
+    assert!(fetched >= 1, "fetched once");
+
+    // A reload that changes something else: verified from the cache.
+    proxy.rewrite(&toml("2s", "/private/"));
+    proxy.reload().await.expect("reload succeeds");
+    let robots = get(proxy.addr, "example.com", "/robots.txt", Some(GOOGLEBOT)).await;
+    assert!(robots.text().contains("Disallow: /private/"), "reloaded");
+    assert_eq!(
+        verified("/after-reload").await.as_deref(),
+        Some("signature")
+    );
+    assert_eq!(
+        agent.asked(directory),
+        fetched,
+        "no fetch after the reload: the directory was kept"
+    );
+
+    // New signature settings: a new cache, so the directory is fetched again.
+    proxy.rewrite(&toml("3s", "/private/"));
+    proxy.reload().await.expect("reload succeeds");
+    assert_eq!(
+        verified("/new-settings").await.as_deref(),
+        Some("signature")
+    );
+    assert!(agent.asked(directory) > fetched, "fetched again");
     proxy.stop().await;
 }

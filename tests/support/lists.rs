@@ -22,12 +22,14 @@ pub const GOOGLE_LIST: &str =
 
 /// Serves files by path (range lists, key directories), over HTTP or
 /// HTTPS; the test changes them as it goes. A path it has no file for
-/// answers 404; a 3xx "file" is a redirect to its body.
+/// answers 404; a 3xx "file" is a redirect to its body. It counts the
+/// requests for each path.
 #[derive(Clone)]
 pub struct ListServer {
     pub addr: SocketAddr,
     pub files: Files,
     scheme: &'static str,
+    asked: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// Path → (status, body).
@@ -43,6 +45,8 @@ impl ListServer {
         let addr = listener.local_addr().expect("addr");
         let files: Files = Arc::default();
         let served = Arc::clone(&files);
+        let asked: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+        let counted = Arc::clone(&asked);
         let scheme = if tls.is_some() { "https" } else { "http" };
         tokio::spawn(async move {
             loop {
@@ -50,10 +54,17 @@ impl ListServer {
                     return;
                 };
                 let files = Arc::clone(&served);
+                let counted = Arc::clone(&counted);
                 let tls = tls.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let file = files.lock().expect("files").get(req.uri().path()).cloned();
+                        let path = req.uri().path();
+                        *counted
+                            .lock()
+                            .expect("counts")
+                            .entry(path.to_owned())
+                            .or_default() += 1;
+                        let file = files.lock().expect("files").get(path).cloned();
                         async move {
                             let (status, body) = file.unwrap_or((404, Vec::new()));
                             let mut res =
@@ -90,7 +101,18 @@ impl ListServer {
             addr,
             files,
             scheme,
+            asked,
         }
+    }
+
+    /// How many requests for `path` reached the server.
+    pub fn asked(&self, path: &str) -> usize {
+        self.asked
+            .lock()
+            .expect("counts")
+            .get(path)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn set(&self, path: &str, body: &[u8]) {
