@@ -4,9 +4,8 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-use crawlgate::canonical::WwwMode;
 use crawlgate::classify::Classifier;
-use crawlgate::config::RedirectConfig;
+use crawlgate::config::{RedirectConfig, WwwMode};
 use crawlgate::policy::{decide, Facts, Policy};
 use crawlgate::query::action_param;
 use crawlgate::rules::RuleLists;

@@ -45,7 +45,7 @@
 //! the wrong page.
 
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -181,6 +181,10 @@ pub struct BotCache {
     entries: Gauge,
     /// Bytes being copied by fills right now.
     filling: AtomicU64,
+    /// Whether the gauges describe this cache: until a reload replaces it
+    /// ([`BotCache::retire`]), after which a late fill here leaves them to
+    /// its successor.
+    current: AtomicBool,
 }
 
 impl BotCache {
@@ -223,7 +227,26 @@ impl BotCache {
             bytes: m.bytes,
             entries: m.entries,
             filling: AtomicU64::new(0),
+            current: AtomicBool::new(true),
         }
+    }
+
+    /// Sets the gauges (bytes and entries held) to what this cache holds,
+    /// unless a reload replaced it.
+    pub fn publish(&self) {
+        if !self.current.load(Ordering::Acquire) {
+            return;
+        }
+        self.bytes
+            .set(i64::try_from(self.store.weight()).unwrap_or(i64::MAX));
+        self.entries
+            .set(i64::try_from(self.store.len()).unwrap_or(i64::MAX));
+    }
+
+    /// A reload replaced this cache (or turned the cache off): the gauges
+    /// are no longer its own.
+    pub fn retire(&self) {
+        self.current.store(false, Ordering::Release);
     }
 
     /// Looks up a robot's request (`authority` as asked, `scheme` how it
@@ -408,10 +431,7 @@ impl BotCache {
             weight,
         };
         self.store.insert(key.hash, Arc::new(entry));
-        self.bytes
-            .set(i64::try_from(self.store.weight()).unwrap_or(i64::MAX));
-        self.entries
-            .set(i64::try_from(self.store.len()).unwrap_or(i64::MAX));
+        self.publish();
         etag
     }
 

@@ -8,8 +8,7 @@
 //! and from path/query bytes that the caller must still turn into a
 //! `HeaderValue` (which rejects CR, LF and other control bytes).
 
-use crate::config::RedirectConfig;
-pub use crate::config::{is_hostname, HttpsRedirect, WwwMode};
+use crate::config::{is_hostname, RedirectConfig, WwwMode};
 
 const ACME_CHALLENGE: &str = "/.well-known/acme-challenge/";
 
@@ -194,6 +193,7 @@ pub fn split_authority(authority: &str) -> Option<(&str, Option<&str>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::HttpsRedirect;
 
     fn config(www: WwwMode, hosts: &[&str]) -> RedirectConfig {
         RedirectConfig {

@@ -21,7 +21,7 @@
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Anchored, Input, MatchKind};
 
-pub use classes::{ClassId, Classes, HUMAN_CLASS, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+pub use classes::{ClassId, Classes};
 
 use crate::rules::{Edge, Kind, Rule, RuleLists, RulesError, Signal, Signals};
 

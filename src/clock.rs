@@ -1,6 +1,6 @@
 //! Clocks: the wall clock in Unix seconds, and clocks kept in atomics:
 //! milliseconds since an epoch, and when something last moved
-//! ([`Progress`]), shared between the task that moves data and the one
+//! (`Progress`), shared between the task that moves data and the one
 //! that waits for quiet.
 
 use std::sync::atomic::{AtomicU64, Ordering};

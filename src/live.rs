@@ -55,7 +55,7 @@ pub struct Loaded {
 /// opened or created; the snapshot uses `process`'s caches where their
 /// settings did not change. Nothing is
 /// created or written: what start-up and a reload do after it,
-/// [`prepare`] and the log's opening, cannot fail on what it checked.
+/// `prepare` and the log's opening, cannot fail on what it checked.
 ///
 /// `for_start`: the access-log file is checked too. A reload passes
 /// `false`: it keeps the log the process opened (`log.file` needs a

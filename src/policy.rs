@@ -29,11 +29,11 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 
 use crate::classify::{ClassId, Classifier, UaClass, Verdict};
-use crate::config::{AiConfig, RedirectConfig, Spoofed};
+use crate::config::{AiConfig, AiKind, RedirectConfig, Spoofed};
 use crate::route::Route;
 use crate::shed::{Pressure, Shed, ShedPolicy};
 use crate::sitemap::SERVED_PATH;
-use crate::verify::{AiKind, Identity};
+use crate::verify::Identity;
 use crate::{canonical, query};
 
 /// What the request path needs, compiled from config and rules. One
@@ -259,7 +259,7 @@ pub(crate) fn test_policy() -> Policy {
         blocked_params: vec!["do".into(), "_fid".into()],
         redirect: RedirectConfig {
             https: None,
-            www: crate::canonical::WwwMode::Apex,
+            www: crate::config::WwwMode::Apex,
             strip_www_path: true,
             hosts: Vec::new(),
         },

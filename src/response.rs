@@ -61,15 +61,15 @@ pub fn spoofed() -> Response<Body> {
 }
 
 /// 403 for an AI crawler of a kind the site refuses (`[ai] enforce`).
-pub fn ai_refused(kind: crate::verify::AiKind) -> Response<Body> {
+pub fn ai_refused(kind: crate::config::AiKind) -> Response<Body> {
     let body = match kind {
-        crate::verify::AiKind::Training => {
+        crate::config::AiKind::Training => {
             "403 Forbidden: this site does not allow AI training crawlers (see /robots.txt).\n"
         }
-        crate::verify::AiKind::Search => {
+        crate::config::AiKind::Search => {
             "403 Forbidden: this site does not allow AI search crawlers (see /robots.txt).\n"
         }
-        crate::verify::AiKind::UserFetch => {
+        crate::config::AiKind::UserFetch => {
             "403 Forbidden: this site does not allow AI assistants to fetch its pages (see /robots.txt).\n"
         }
     };

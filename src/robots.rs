@@ -19,10 +19,10 @@ use bytes::Bytes;
 use http::header::HeaderValue;
 
 use crate::canonical::split_authority;
-use crate::config::AiConfig;
+use crate::config::{AiConfig, AiKind};
 use crate::sitemap::{INDEX_NAME, SERVED_PATH};
 use crate::validators::etag_of;
-use crate::verify::{AiKind, Operators};
+use crate::verify::Operators;
 
 /// How long a sitemap existence check is reused.
 const SITEMAP_RECHECK: Duration = Duration::from_secs(1);

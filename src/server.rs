@@ -12,7 +12,7 @@
 //! (no open stream for `proxy.http2_idle_timeout`), a cap on the header
 //! count (431 past it, from hyper), caps on what hyper reads of a head
 //! above `limits.max_header_bytes` (the limit itself is the service's,
-//! see [`h1_read_cap`]), and one cap on concurrent connections across
+//! see `h1_read_cap`), and one cap on concurrent connections across
 //! both listeners. The request-path state is read from
 //! the worker's [`WorkerSlot`] per request, so a reload reaches the next
 //! request while in-flight ones finish with the state they started with.

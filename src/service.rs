@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
-use crate::config::Limits;
+use crate::config::{AiKind, Limits};
 use crate::framing;
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, Side};
@@ -40,7 +40,7 @@ use crate::tunnel::{Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
-use crate::verify::{by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, Step};
+use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
 
 /// What the connection tells about each of its requests.
 #[derive(Clone, Copy, Debug)]

@@ -37,7 +37,7 @@ use http::StatusCode;
 use tokio::time::Instant;
 
 use crate::classify::{ClassId, Classifier};
-pub use crate::config::ShedConfig;
+use crate::config::ShedConfig;
 
 /// How often, at most, the level is re-evaluated.
 pub const CHECK_EVERY: Duration = Duration::from_millis(100);

@@ -359,7 +359,7 @@ fn same_content(new: &Path, path: &Path) -> io::Result<bool> {
 /// under its name, without writing anything: what a dry run uses to
 /// predict which files [`SetWriter::commit`] would leave alone. It holds
 /// one read buffer, whatever the file's size, and decides as
-/// [`same_content`] does: the same bytes in a regular file.
+/// `same_content` does: the same bytes in a regular file.
 pub struct Comparison {
     path: PathBuf,
     /// The file in place while it still matches (`None`: no file, not a

@@ -493,7 +493,7 @@ fn cert_names(leaf: &x509_parser::certificate::X509Certificate<'_>) -> Vec<Box<s
     for name in raw {
         let name = name.trim_end_matches('.').to_ascii_lowercase();
         let host = name.strip_prefix("*.").unwrap_or(&name);
-        if crate::canonical::is_hostname(host.as_bytes()) && !names.iter().any(|n| **n == *name) {
+        if crate::config::is_hostname(host.as_bytes()) && !names.iter().any(|n| **n == *name) {
             names.push(name.into_boxed_str());
         }
     }

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Deserialize;
 
-pub use crate::config::AiKind;
+use crate::config::AiKind;
 
 pub use ranges::{parse_ranges, Lists, PrefixTable, RangeError};
 

@@ -2,9 +2,9 @@
 //! reflects anything unsafe and is idempotent; parsers never panic; the PHP
 //! name parser agrees with real PHP on random names.
 
-use crawlgate::canonical::{location, split_authority, WwwMode};
+use crawlgate::canonical::{location, split_authority};
 use crawlgate::classify::Classifier;
-use crawlgate::config::RedirectConfig;
+use crawlgate::config::{RedirectConfig, WwwMode};
 use crawlgate::query::{action_param, nette_name, php_name};
 use crawlgate::rules::RuleLists;
 use proptest::prelude::*;

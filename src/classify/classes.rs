@@ -7,7 +7,7 @@
 //! vector indexed by [`ClassId`], so reading one on the request path is an
 //! index, never a search or an allocation.
 
-pub use crate::config::{HUMAN_CLASS, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
+use crate::config::{HUMAN_CLASS, NO_USER_AGENT_CLASS, UNKNOWN_CLASS};
 use crate::rules::{Kind, Rule};
 
 use super::{Reason, UaClass, Verdict};

@@ -172,12 +172,12 @@ pub enum Command {
 #[derive(Subcommand)]
 pub enum SitemapCommand {
     /// Read entries (id, lastmod, address per language; TSV or JSON lines)
-    /// and replace the set <prefix>-<bucket>.xml in DIR, all files at once
+    /// and replace the set `<prefix>-<bucket>.xml` in DIR, all files at once
     Build {
         /// Folder to write the set into (crawlgate's --sitemap-dir)
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
-        /// The site's canonical address, the one that does not redirect (https://example.com/
+        /// The site's canonical address, the one that does not redirect (`https://example.com/`
         /// under the default redirect.www = "apex"); relative addresses are joined to it
         #[arg(long, value_name = "URL")]
         base_url: String,
@@ -212,13 +212,13 @@ pub enum SitemapCommand {
     Index {
         /// The sitemap folder
         dir: PathBuf,
-        /// The site's canonical address; files are listed at <base-url>/sitemaps/<file> (its path kept)
+        /// The site's canonical address; files are listed at `<base-url>/sitemaps/<file>` (its path kept)
         #[arg(long, value_name = "URL")]
         base_url: String,
         /// Where the files are served instead, for sites that serve them elsewhere
         #[arg(long, value_name = "URL")]
         files_url: Option<String>,
-        /// Also list the <NAME>-*.xml files of another set (repeatable)
+        /// Also list the `<NAME>-*.xml` files of another set (repeatable)
         #[arg(long, value_name = "NAME")]
         prefix: Vec<String>,
         /// Print nothing on success (for cron)
@@ -229,7 +229,7 @@ pub enum SitemapCommand {
     FromDir {
         /// The exported site's folder
         public_dir: PathBuf,
-        /// The site's bare address, scheme://host[:port]
+        /// The site's bare address, `scheme://host[:port]`
         #[arg(long, value_name = "URL")]
         origin: String,
         /// Output format [default: from --out's extension, .xml or .txt; xml to stdout]

@@ -195,7 +195,7 @@ pub struct RawConfig {
 
 /// Command-line values that override the file: the flags of a run (each
 /// field's doc is its `--help` line) and what tests and the demo set in
-/// their place. [`Overrides::apply`] names each one's key. `--help`
+/// their place. `Overrides::apply` names each one's key. `--help`
 /// lists the flags by `display_order`; 3 is `--config`'s (in `main`).
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct Overrides {

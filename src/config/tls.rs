@@ -32,7 +32,7 @@ pub struct RawTls {
 
 /// The HTTPS listener's certificates and headers, validated (the
 /// certificates are loaded by [`crate::tls::CertStore::load`]; the address
-/// and ALPN are in [`Restart`]).
+/// and ALPN are in [`super::Restart`]).
 #[derive(Clone, Debug)]
 pub struct TlsConfig {
     /// Certificate folder.

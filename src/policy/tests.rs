@@ -87,12 +87,12 @@ fn sitemaps_are_served_when_there_is_a_folder() {
 /// [`policy`] with shedding on, in the default order, 503 after 120 s.
 fn shedding_policy() -> Policy {
     let mut policy = policy();
-    let config = crate::shed::ShedConfig {
+    let config = crate::config::ShedConfig {
         max_inflight: 10,
         max_latency: None,
         status: StatusCode::SERVICE_UNAVAILABLE,
         retry_after: std::time::Duration::from_secs(120),
-        order: crate::shed::ShedConfig::default_order(),
+        order: crate::config::ShedConfig::default_order(),
         max_search_shed: std::time::Duration::from_secs(3 * 3600),
         capped_share_permille: 250,
         escalate_after: std::time::Duration::from_secs(10),

@@ -110,9 +110,14 @@ impl Upstream {
     /// thread, so that a worker's requests reuse the connections its own
     /// event loop drives.
     pub fn with_own_pool(&self) -> Self {
+        self.with_client(self.pool.client(self.connector.clone()), &self.connector)
+    }
+
+    /// The same upstream reached through `client` (built on `connector`).
+    fn with_client(&self, client: Client<Connector, RequestBody>, connector: &Connector) -> Self {
         Self {
-            client: self.pool.client(self.connector.clone()),
-            connector: self.connector.clone(),
+            client,
+            connector: connector.clone(),
             connect_timeout: self.connect_timeout,
             pool: self.pool,
             scheme: self.scheme.clone(),
@@ -134,15 +139,15 @@ impl Upstream {
     /// same plain-HTTP origin the same way: a reload that changes only
     /// rules or other settings then keeps the worker's open upstream
     /// connections instead of reconnecting. An `https://` upstream always
-    /// gets a new pool. `old` must be this worker's previous state (a pool
+    /// gets a new pool ([`Upstream::with_own_pool`]), and only then is a
+    /// pool built. `old` must be this worker's previous state (a pool
     /// belongs to the event loop that drives its connections).
-    #[must_use]
-    pub fn keeping_pool_of(mut self, old: &Upstream) -> Self {
+    pub fn keeping_pool_of(&self, old: &Upstream) -> Self {
         if self.can_use_pool_of(old) {
-            self.client = old.client.clone();
-            self.connector = old.connector.clone();
+            self.with_client(old.client.clone(), &old.connector)
+        } else {
+            self.with_own_pool()
         }
-        self
     }
 
     /// Whether `old`'s pooled connections serve this upstream unchanged:

@@ -153,10 +153,33 @@ impl Process {
 
     /// Adopts `caches`, those of the snapshot now in effect. After a
     /// `reload`, one line for each cache that starts empty or is dropped.
+    /// When the robots cache changed, its gauges describe the new one at
+    /// once (zero when it is off), not the old one until the next fill.
     pub fn keep(&self, caches: &Caches, reload: bool) {
         let old = std::mem::replace(&mut *self.kept(), caches.clone());
+        self.show_bot_cache(old.bot.as_ref(), caches.bot.as_ref());
         if reload {
             log_changes(&old, caches);
+        }
+    }
+
+    /// The robots cache's gauges after `old` gave way to `new`.
+    fn show_bot_cache(&self, old: Option<&Arc<BotCache>>, new: Option<&Arc<BotCache>>) {
+        if let (Some(old), Some(new)) = (old, new) {
+            if Arc::ptr_eq(old, new) {
+                return;
+            }
+        }
+        if let Some(old) = old {
+            old.retire();
+        }
+        match new {
+            Some(cache) => cache.publish(),
+            None => {
+                let gauges = self.metrics.bot_cache();
+                gauges.bytes.set(0);
+                gauges.entries.set(0);
+            }
         }
     }
 
@@ -275,4 +298,80 @@ impl Health {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use http::{HeaderMap, Method, StatusCode, Uri};
+
+    use super::*;
+    use crate::config::{Overrides, RawConfig};
+
+    fn config(text: &str) -> Config {
+        let raw = RawConfig::parse(text).expect("toml");
+        Config::from_raw(raw, &Overrides::default()).expect("valid")
+    }
+
+    /// Builds the caches of `text` and adopts them, as a reload does.
+    fn reload(process: &Process, text: &str) -> Caches {
+        let caches = process.caches_for(&config(text));
+        process.keep(&caches, true);
+        caches
+    }
+
+    /// Keeps a page of `len` bytes at `path` in `cache`.
+    fn fill(cache: &Arc<BotCache>, path: &str, len: usize) {
+        let uri: Uri = path.parse().expect("uri");
+        let headers = HeaderMap::new();
+        let probe = cache.probe(
+            &Method::GET,
+            "http",
+            Some("example.com"),
+            &uri,
+            &headers,
+            Instant::now(),
+        );
+        let mut fill = cache
+            .fill(probe, &Method::GET, StatusCode::OK, &headers)
+            .expect("storable");
+        assert!(fill.push(&vec![b'x'; len]));
+        let _kept = fill.finish();
+    }
+
+    /// (bytes, entries) as the gauges say.
+    fn gauges(process: &Process) -> (i64, i64) {
+        let m = process.metrics.bot_cache();
+        (m.bytes.get(), m.entries.get())
+    }
+
+    /// After a reload that resizes the robots cache, its gauges describe
+    /// the new (empty) cache at once, and a late fill of the old one does
+    /// not bring its numbers back; turned off, they read zero.
+    #[test]
+    fn the_bot_cache_gauges_follow_a_resize() {
+        let process = Process::new();
+        let small = "[bot_cache]\nttl = \"1m\"\nsize = \"1MiB\"\n";
+        let old = reload(&process, small).bot.expect("on");
+        fill(&old, "/a", 1000);
+        fill(&old, "/b", 1000);
+        let (bytes, entries) = gauges(&process);
+        assert_eq!(entries, 2);
+        assert_eq!(bytes, i64::try_from(old.weight()).expect("small"));
+
+        let same = reload(&process, small).bot.expect("on");
+        assert!(Arc::ptr_eq(&old, &same), "same settings keep the cache");
+        assert_eq!(gauges(&process), (bytes, entries));
+
+        let large = "[bot_cache]\nttl = \"1m\"\nsize = \"2MiB\"\n";
+        let new = reload(&process, large).bot.expect("on");
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert_eq!(gauges(&process), (0, 0));
+        fill(&old, "/c", 1000);
+        assert_eq!(gauges(&process), (0, 0), "the old cache is retired");
+        fill(&new, "/a", 1000);
+        assert_eq!(gauges(&process).1, 1);
+
+        assert!(reload(&process, "").bot.is_none());
+        assert_eq!(gauges(&process), (0, 0));
+    }
 }

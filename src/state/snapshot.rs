@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use http::header::HeaderValue;
 
-use crate::classify::{ClassId, Classifier, UNKNOWN_CLASS};
-use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig};
+use crate::classify::{ClassId, Classifier};
+use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig, UNKNOWN_CLASS};
 use crate::metrics::RequestCounters;
 use crate::policy::Policy;
 use crate::proxy::{Upstream, UpstreamTlsError};

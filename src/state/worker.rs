@@ -59,10 +59,7 @@ impl Worker {
             (None, _) => None,
         };
         Self {
-            upstream: snapshot
-                .upstream
-                .with_own_pool()
-                .keeping_pool_of(&self.upstream),
+            upstream: snapshot.upstream.keeping_pool_of(&self.upstream),
             dns,
             signatures: signatures(&snapshot),
             snapshot,

@@ -223,7 +223,7 @@ impl RangeStore {
     /// store starts from its copy in `state_dir`, if there is a good one;
     /// a local file is read again now. Blocking file I/O: call it off the event
     /// loop. `None` (verification off) drops everything. (The state
-    /// folder was checked when the setup was built: [`check_state_dir`].)
+    /// folder was checked when the setup was built: [`create_state_dir`].)
     pub fn configure(&self, setup: Option<Setup>) {
         let Some(setup) = setup else {
             let mut inner = self.lock();
