@@ -11,14 +11,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use crawlgate::config::Overrides;
-use crawlgate::live::Live;
-use crawlgate::service::{self, ConnInfo};
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use support::here::Here;
 use support::{get, metric, request, scrape, Proxy, FIREFOX, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -394,54 +393,6 @@ async fn a_flood_of_addresses_stays_within_the_size() {
     assert!(bytes >= 524_288.0, "the cache is used: {bytes} bytes");
     assert_eq!(cache_metric(&metrics, "miss"), 2000.0);
     proxy.stop().await;
-}
-
-/// crawlgate's request handling ([`service::handle`], what every worker
-/// runs) served on the test's own runtime, with real sockets on both
-/// sides: [`Proxy`] runs its workers on threads with runtimes of their
-/// own, whose clocks a test cannot pause; this one follows the test's
-/// paused clock (`#[tokio::test(start_paused = true)]`).
-struct Here {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Here {
-    async fn start(toml: &str, upstream: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("crawlgate.toml");
-        let text = format!("{toml}\n[log]\nfile = \"access.log\"\n[verify]\nenabled = false\n");
-        std::fs::write(&path, text).expect("write config");
-        let overrides = Overrides {
-            upstream: Some(upstream.to_owned()),
-            ..Overrides::default()
-        };
-        let live = Live::start(Some(path), overrides).expect("valid config");
-        let slot = Arc::clone(&live.workers[0]);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _live = live;
-            loop {
-                let Ok((stream, peer)) = listener.accept().await else {
-                    continue;
-                };
-                let conn = ConnInfo {
-                    peer,
-                    local_port: addr.port(),
-                    scheme: "http",
-                };
-                let slot = Arc::clone(&slot);
-                let service = service_fn(move |req| service::handle(slot.get(), conn, None, req));
-                tokio::spawn(async move {
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, _dir: dir }
-    }
 }
 
 /// A page the site says is fresh for 60 s (`max-age=60`, below the

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod here;
 pub mod process;
 pub mod tls;
 
