@@ -136,6 +136,19 @@ async fn proxy(site: &Site, toml: &str) -> Proxy {
     .await
 }
 
+/// [`proxy`] on the test's runtime, for a paused clock.
+async fn here(site: &Site, toml: &str) -> Here {
+    Here::start_with(
+        toml,
+        Overrides {
+            upstream: Some(site.url()),
+            admin_listen: Some("127.0.0.1:0".to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await
+}
+
 fn cache_metric(scrape: &prometheus_parse::Scrape, result: &str) -> f64 {
     metric(
         scrape,
@@ -147,17 +160,17 @@ fn cache_metric(scrape: &prometheus_parse::Scrape, result: &str) -> f64 {
 /// A robot's second GET of a page is answered from memory, with `Age`,
 /// and never reaches the site; a human's always does, and never fills the
 /// cache; HEAD is answered from the GET's entry; the metrics count it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_robots_second_get_does_not_reach_the_site_and_a_humans_does() {
     let site = Site::start().await;
-    let proxy = proxy(&site, CONFIG).await;
+    let proxy = here(&site, CONFIG).await;
     let addr = proxy.addr;
 
     let first = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
     assert_eq!(first.status, 200);
     assert_eq!(first.text(), "page /article?id=7");
     assert_eq!(first.header("age"), None, "from the site");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
     let second = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
     assert_eq!(second.status, 200);
     assert_eq!(second.text(), "page /article?id=7");
@@ -336,18 +349,23 @@ async fn a_robot_revalidating_gets_304_from_the_cache() {
 /// Past its ttl an entry is not served while the site answers; when the
 /// site fails (503) or is dead (no answer), robots get the stale copy
 /// instead of the error; humans get the error.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stale_copy_stands_in_when_the_site_fails() {
     let site = Site::start().await;
-    let proxy = proxy(&site, "[bot_cache]\nttl = \"1s\"\n").await;
+    let proxy = here(&site, "[bot_cache]\nttl = \"1s\"\n").await;
     let addr = proxy.addr;
     get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Fresh until the ttl is over, to the millisecond.
+    tokio::time::advance(Duration::from_millis(999)).await;
+    let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
+    assert_eq!(res.header("age"), Some("0"), "{}", res.head);
+    assert_eq!(site.seen("/news", GOOGLEBOT), 1);
+    tokio::time::advance(Duration::from_millis(1)).await;
     // Stale, the site is up: forwarded (and kept again).
     let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
     assert_eq!(res.header("age"), None);
     assert_eq!(site.seen("/news", GOOGLEBOT), 2);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
 
     for (mode, error) in [(FAILING, 503), (DEAD, 502)] {
         site.set(mode);
