@@ -158,7 +158,25 @@ impl Runner {
 
     /// Serves until a [`Control::Drain`] has completed or a
     /// [`Control::Exit`] arrives. A closed `control` channel drains.
-    pub async fn run(self, mut control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
+    pub async fn run(self, control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
+        self.serve(Workers::Threads, control).await
+    }
+
+    /// [`Runner::run`] with every worker served as a task on the current
+    /// runtime instead of on a thread of its own
+    /// ([`crate::server::serve_workers_here`]): what tests use to run
+    /// crawlgate under a paused clock
+    /// (`#[tokio::test(start_paused = true)]`), which then governs every
+    /// timer of the process, the connections' timeouts included.
+    pub async fn run_here(self, control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
+        self.serve(Workers::Here, control).await
+    }
+
+    async fn serve(
+        self,
+        workers: Workers,
+        mut control: mpsc::Receiver<Control>,
+    ) -> io::Result<Stopped> {
         let Runner {
             live,
             sockets,
@@ -187,9 +205,17 @@ impl Runner {
         let _shed_clock = AbortOnDrop(tokio::spawn(shed_clock(Arc::clone(&live))));
         let (stop_tx, stop_rx) = watch::channel(false);
         let slots = live.workers.clone();
-        let served = tokio::task::spawn_blocking(move || {
-            crate::server::run_workers(sockets, slots, max_connections, stop_rx)
-        });
+        let served = match workers {
+            Workers::Threads => tokio::task::spawn_blocking(move || {
+                crate::server::run_workers(sockets, slots, max_connections, stop_rx)
+            }),
+            Workers::Here => tokio::spawn(crate::server::serve_workers_here(
+                sockets,
+                slots,
+                max_connections,
+                stop_rx,
+            )),
+        };
         tokio::pin!(served);
         process.health.set_serving();
         let status = format!("serving on {}", addrs.plain);
@@ -257,6 +283,14 @@ impl Runner {
             }
         }
     }
+}
+
+/// Where the workers run.
+enum Workers {
+    /// One thread each, with its own event loop.
+    Threads,
+    /// Tasks on the runtime that runs the [`Runner`].
+    Here,
 }
 
 /// The start-up log line: the addresses actually bound (port 0 resolved),

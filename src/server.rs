@@ -1,9 +1,9 @@
 //! Listening: the accept loops, one task per connection, graceful stop.
 //!
 //! [`run_workers`] serves sockets bound by [`bind_reuseport`] (plain HTTP,
-//! and HTTPS when configured) on one event loop per worker thread, until
-//! told to stop; [`crate::run::Runner`] drives it. The plain port speaks
-//! HTTP/1.1 (and h2c with prior
+//! and HTTPS when configured) on one event loop per worker thread, each
+//! running [`serve_worker`], until told to stop; [`crate::run::Runner`]
+//! drives it. The plain port speaks HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
 //! `h2` or `http/1.1`.
 //!
@@ -112,10 +112,10 @@ pub fn run_workers(
     max_connections: usize,
     stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
-    let permits = Arc::new(Semaphore::new(max_connections));
+    let cap = ConnectionCap::new(max_connections);
     let mut threads = Vec::with_capacity(sockets.len());
     for (i, (sockets, slot)) in sockets.into_iter().zip(slots).enumerate() {
-        let permits = Arc::clone(&permits);
+        let cap = cap.clone();
         let mut stop = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("crawlgate-w{i}"))
@@ -123,20 +123,10 @@ pub fn run_workers(
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
-                runtime.block_on(async move {
-                    let plain = TcpListener::from_std(sockets.plain)?;
-                    let tls = match sockets.tls {
-                        Some((listener, acceptor)) => {
-                            Some((TcpListener::from_std(listener)?, acceptor))
-                        }
-                        None => None,
-                    };
-                    let shutdown = async move {
-                        let _ = stop.wait_for(|&stop| stop).await;
-                    };
-                    let listeners = Listeners { plain, tls };
-                    serve(listeners, slot, permits, max_connections, shutdown).await
-                })
+                let shutdown = async move {
+                    let _ = stop.wait_for(|&stop| stop).await;
+                };
+                runtime.block_on(serve_worker(sockets, slot, cap, shutdown))
             })?;
         threads.push(thread);
     }
@@ -146,6 +136,77 @@ pub fn run_workers(
             .map_err(|_| io::Error::other("a worker thread panicked"))??;
     }
     Ok(())
+}
+
+/// [`run_workers`]'s work with every worker a task on the current
+/// runtime instead of a thread of its own: what
+/// [`crate::run::Runner::run_here`] serves with, so that a test's paused
+/// clock governs the workers' timers. Returns when every worker has
+/// drained.
+pub async fn serve_workers_here(
+    sockets: Vec<WorkerSockets>,
+    slots: Vec<Arc<WorkerSlot>>,
+    max_connections: usize,
+    stop: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let cap = ConnectionCap::new(max_connections);
+    let tasks: Vec<_> = sockets
+        .into_iter()
+        .zip(slots)
+        .map(|(sockets, slot)| {
+            let mut stop = stop.clone();
+            let shutdown = async move {
+                let _ = stop.wait_for(|&stop| stop).await;
+            };
+            tokio::spawn(serve_worker(sockets, slot, cap.clone(), shutdown))
+        })
+        .collect();
+    for task in tasks {
+        task.await
+            .map_err(|_| io::Error::other("a worker task panicked"))??;
+    }
+    Ok(())
+}
+
+/// The cap on concurrent connections: one permit per open connection,
+/// shared by every worker that serves with a clone of it.
+#[derive(Clone)]
+pub struct ConnectionCap {
+    permits: Arc<Semaphore>,
+    max: usize,
+}
+
+impl ConnectionCap {
+    /// At most `max` connections open at once.
+    pub fn new(max: usize) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
+}
+
+/// One worker: accepts and serves connections on `sockets` until
+/// `shutdown` completes, then drains, on the runtime it is awaited on
+/// (which must have I/O and time enabled). Each worker thread of
+/// [`run_workers`] runs this on its own event loop; a test runs it on
+/// its own runtime, so that a paused clock
+/// (`#[tokio::test(start_paused = true)]`) governs every timer of the
+/// worker: the header-read and keep-alive timeout, the HTTP/2 idle
+/// timeout, a tunnel's idle timeout and those of the request path.
+pub async fn serve_worker(
+    sockets: WorkerSockets,
+    slot: Arc<WorkerSlot>,
+    cap: ConnectionCap,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let plain = TcpListener::from_std(sockets.plain)?;
+    let tls = match sockets.tls {
+        Some((listener, acceptor)) => Some((TcpListener::from_std(listener)?, acceptor)),
+        None => None,
+    };
+    let listeners = Listeners { plain, tls };
+    serve(listeners, slot, cap.permits, cap.max, shutdown).await
 }
 
 /// Accepts and serves connections until `shutdown` completes, then drains

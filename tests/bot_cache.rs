@@ -4,16 +4,10 @@
 
 mod support;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
-use crawlgate::live::Live;
-use crawlgate::service::{self, ConnInfo};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use support::here::Here;
 use support::site::{Site, DEAD, FAILING};
 use support::{get, metric, request, scrape, Proxy, FIREFOX, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,6 +17,19 @@ const CONFIG: &str = "[bot_cache]\nttl = \"10m\"\n";
 
 async fn proxy(site: &Site, toml: &str) -> Proxy {
     Proxy::start_with(
+        toml,
+        Overrides {
+            upstream: Some(site.url()),
+            admin_listen: Some("127.0.0.1:0".to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await
+}
+
+/// [`proxy`] on the test's runtime, for a paused clock.
+async fn here(site: &Site, toml: &str) -> Here {
+    Here::start_with(
         toml,
         Overrides {
             upstream: Some(site.url()),
@@ -44,17 +51,17 @@ fn cache_metric(scrape: &prometheus_parse::Scrape, result: &str) -> f64 {
 /// A robot's second GET of a page is answered from memory, with `Age`,
 /// and never reaches the site; a human's always does, and never fills the
 /// cache; HEAD is answered from the GET's entry; the metrics count it.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_robots_second_get_does_not_reach_the_site_and_a_humans_does() {
     let site = Site::start().await;
-    let proxy = proxy(&site, CONFIG).await;
+    let proxy = here(&site, CONFIG).await;
     let addr = proxy.addr;
 
     let first = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
     assert_eq!(first.status, 200);
     assert_eq!(first.text(), "page /article?id=7");
     assert_eq!(first.header("age"), None, "from the site");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
     let second = get(addr, "example.com", "/article?id=7", Some(GOOGLEBOT)).await;
     assert_eq!(second.status, 200);
     assert_eq!(second.text(), "page /article?id=7");
@@ -233,18 +240,23 @@ async fn a_robot_revalidating_gets_304_from_the_cache() {
 /// Past its ttl an entry is not served while the site answers; when the
 /// site fails (503) or is dead (no answer), robots get the stale copy
 /// instead of the error; humans get the error.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stale_copy_stands_in_when_the_site_fails() {
     let site = Site::start().await;
-    let proxy = proxy(&site, "[bot_cache]\nttl = \"1s\"\n").await;
+    let proxy = here(&site, "[bot_cache]\nttl = \"1s\"\n").await;
     let addr = proxy.addr;
     get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Fresh until the ttl is over, to the millisecond.
+    tokio::time::advance(Duration::from_millis(999)).await;
+    let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
+    assert_eq!(res.header("age"), Some("0"), "{}", res.head);
+    assert_eq!(site.seen("/news", GOOGLEBOT), 1);
+    tokio::time::advance(Duration::from_millis(1)).await;
     // Stale, the site is up: forwarded (and kept again).
     let res = get(addr, "example.com", "/news", Some(GOOGLEBOT)).await;
     assert_eq!(res.header("age"), None);
     assert_eq!(site.seen("/news", GOOGLEBOT), 2);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::advance(Duration::from_secs(1)).await;
 
     for (mode, error) in [(FAILING, 503), (DEAD, 502)] {
         site.set(mode);
@@ -290,54 +302,6 @@ async fn a_flood_of_addresses_stays_within_the_size() {
     assert!(bytes >= 524_288.0, "the cache is used: {bytes} bytes");
     assert_eq!(cache_metric(&metrics, "miss"), 2000.0);
     proxy.stop().await;
-}
-
-/// crawlgate's request handling ([`service::handle`], what every worker
-/// runs) served on the test's own runtime, with real sockets on both
-/// sides: [`Proxy`] runs its workers on threads with runtimes of their
-/// own, whose clocks a test cannot pause; this one follows the test's
-/// paused clock (`#[tokio::test(start_paused = true)]`).
-struct Here {
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Here {
-    async fn start(toml: &str, upstream: &str) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("crawlgate.toml");
-        let text = format!("{toml}\n[log]\nfile = \"access.log\"\n[verify]\nenabled = false\n");
-        std::fs::write(&path, text).expect("write config");
-        let overrides = Overrides {
-            upstream: Some(upstream.to_owned()),
-            ..Overrides::default()
-        };
-        let live = Live::start(Some(path), overrides).expect("valid config");
-        let slot = Arc::clone(&live.workers[0]);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _live = live;
-            loop {
-                let Ok((stream, peer)) = listener.accept().await else {
-                    continue;
-                };
-                let conn = ConnInfo {
-                    peer,
-                    local_port: addr.port(),
-                    scheme: "http",
-                };
-                let slot = Arc::clone(&slot);
-                let service = service_fn(move |req| service::handle(slot.get(), conn, None, req));
-                tokio::spawn(async move {
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, _dir: dir }
-    }
 }
 
 /// A page the site says is fresh for 60 s (`max-age=60`, below the

@@ -7,8 +7,9 @@ mod support;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use support::here::Here;
 use support::{get, send_raw, try_send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -348,15 +349,15 @@ async fn request_bodies_over_the_limit_get_413() {
 
 /// Slowloris: a client dribbling its headers is cut off after the
 /// header-read timeout, while another client is served meanwhile.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_dribbling_headers_is_cut_off_and_others_are_served() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start("[proxy]\nheader_read_timeout = \"500ms\"", &upstream.url()).await;
+    let proxy = Here::start("[proxy]\nheader_read_timeout = \"500ms\"", &upstream.url()).await;
     let mut slow = TcpStream::connect(proxy.addr).await.expect("connect");
     slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
         .await
         .expect("write");
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     let dribble = async {
         for _ in 0..40 {
             if slow.write_all(b"X-A: b\r\n").await.is_err() {
@@ -375,8 +376,10 @@ async fn a_client_dribbling_headers_is_cut_off_and_others_are_served() {
     let (answer, res) = tokio::join!(dribble, other);
     assert_eq!(res.status, 200);
     let cut_after = start.elapsed();
+    // On the paused clock: cut at the timeout (the writes after it fail
+    // within two more steps of 50 ms), not before.
     assert!(
-        cut_after < Duration::from_secs(3),
+        cut_after >= Duration::from_millis(500) && cut_after < Duration::from_millis(700),
         "dribbling client kept for {cut_after:?}"
     );
     assert!(!String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
@@ -529,7 +532,7 @@ async fn an_upstream_closing_mid_body_never_looks_complete() {
     proxy2.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_upstream_body_is_cut_after_the_idle_timeout() {
     let (addr, _) = raw_upstream(|mut s| async move {
         read_head(&mut s).await;
@@ -539,19 +542,21 @@ async fn a_stalled_upstream_body_is_cut_after_the_idle_timeout() {
         tokio::time::sleep(Duration::from_secs(30)).await;
     })
     .await;
-    let proxy = Proxy::start(
+    let proxy = Here::start(
         "[limits]\nupstream_body_idle_timeout = \"300ms\"",
         &format!("http://{addr}"),
     )
     .await;
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     let res = try_send_raw(proxy.addr, req("GET / HTTP/1.1\r\nHost: x").as_bytes())
         .await
         .expect("head");
+    // On the paused clock: cut when the body has been idle for the
+    // timeout, not before, and long before the upstream's 30 s.
+    let took = start.elapsed();
     assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        start.elapsed()
+        took >= Duration::from_millis(300) && took < Duration::from_millis(400),
+        "took {took:?}"
     );
     assert_eq!(res.body, b"0123456789");
     proxy.stop().await;
@@ -631,10 +636,10 @@ async fn an_idempotent_request_is_retried_once_on_a_dead_connection() {
 /// After all of the above kinds of abuse, the server still serves. Input
 /// that is merely incomplete (a TLS hello, blank lines) waits for the
 /// header-read timeout, then is closed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_server_survives_a_burst_of_garbage() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start("[proxy]\nheader_read_timeout = \"300ms\"", &upstream.url()).await;
+    let proxy = Here::start("[proxy]\nheader_read_timeout = \"300ms\"", &upstream.url()).await;
     let garbage: [&[u8]; 6] = [
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
         b"GET\r\n\r\n",
@@ -643,7 +648,7 @@ async fn the_server_survives_a_burst_of_garbage() {
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
         b"G\xffT / HTTP/1.1\r\nHost: x\r\n\r\n",
     ];
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     for g in (0..5).flat_map(|_| garbage) {
         let _ = try_send_raw(proxy.addr, g).await;
     }
@@ -664,37 +669,53 @@ async fn the_server_survives_a_burst_of_garbage() {
 
 /// An idle keep-alive connection is closed after the header-read timeout:
 /// the timer runs while the server waits for the next request head.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn idle_keep_alive_connections_are_closed() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start("[proxy]\nheader_read_timeout = \"400ms\"", &upstream.url()).await;
+    let proxy = Here::start("[proxy]\nheader_read_timeout = \"400ms\"", &upstream.url()).await;
     let mut s = TcpStream::connect(proxy.addr).await.expect("connect");
     let one = format!("GET /one HTTP/1.1\r\nHost: x\r\nUser-Agent: {FIREFOX}\r\n\r\n");
     s.write_all(one.as_bytes()).await.expect("write");
-    let start = Instant::now();
+    let start = tokio::time::Instant::now();
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf)).await;
     assert!(read.is_ok(), "idle connection kept open for 5 s");
     assert!(String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200"));
+    // On the paused clock: closed at the timeout, to the millisecond.
+    let idle = start.elapsed();
     assert!(
-        start.elapsed() >= Duration::from_millis(300),
-        "closed too early: {:?}",
-        start.elapsed()
+        idle >= Duration::from_millis(400) && idle < Duration::from_millis(450),
+        "closed after {idle:?}"
     );
     // A connection that never sends anything is closed too, also when h2c
     // makes the server read the first bytes to choose the protocol.
-    let mut silent = TcpStream::connect(proxy.addr).await.expect("connect");
-    let mut nothing = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
-    assert!(read.is_ok(), "silent connection kept open for 5 s");
+    let silent_for = async |addr| {
+        let mut silent = TcpStream::connect(addr).await.expect("connect");
+        let start = tokio::time::Instant::now();
+        let mut nothing = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
+        read.is_ok().then(|| start.elapsed())
+    };
+    let closed = silent_for(proxy.addr)
+        .await
+        .expect("silent connection closed within 5 s");
+    assert!(
+        closed >= Duration::from_millis(400) && closed < Duration::from_millis(450),
+        "silent connection closed after {closed:?}"
+    );
     proxy.stop().await;
-    let h2c = Proxy::start(
+    let h2c = Here::start(
         "[proxy]\nheader_read_timeout = \"400ms\"\nh2c = true",
         &upstream.url(),
     )
     .await;
-    let mut silent = TcpStream::connect(h2c.addr).await.expect("connect");
-    let read = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut nothing)).await;
-    assert!(read.is_ok(), "silent h2c-port connection kept open for 5 s");
+    let closed = silent_for(h2c.addr)
+        .await
+        .expect("silent h2c-port connection closed within 5 s");
+    assert!(
+        closed >= Duration::from_millis(400) && closed < Duration::from_millis(450),
+        "silent h2c-port connection closed after {closed:?}"
+    );
     h2c.stop().await;
 }

@@ -8,8 +8,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
+use support::here::Here;
 use support::process::{free_addr, start_env};
-use support::{get, metric, scrape, Proxy, Raw, Upstream, FIREFOX, GOOGLEBOT};
+use support::{get, metric, scrape, Raw, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
@@ -90,10 +91,10 @@ async fn status(proxy: SocketAddr, path: &str, ua: &str) -> u16 {
 /// humans are still forwarded; an action URL is still 403 and robots.txt
 /// still served. When the slow requests end, robots are forwarded again
 /// after the calm periods. The metrics count it all.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
+    let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 2\nretry_after = \"90s\"\nescalate_after = \"1s\"\ncalm_after = \"300ms\"\n",
         overrides(&upstream),
     )
@@ -171,10 +172,10 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
 /// falls to 0 once `calm_after` has passed since calm began; the first
 /// robot after that is forwarded (it used to start the calm period and
 /// get 503 itself).
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shedding_ends_on_an_idle_site_without_requests() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
+    let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 2\ncalm_after = \"1s\"\n",
         overrides(&upstream),
     )
@@ -201,9 +202,19 @@ async fn shedding_ends_on_an_idle_site_without_requests() {
         );
         sleep(Duration::from_millis(50)).await;
     }
+    // On the paused clock: not before calm_after, and at most two checks
+    // (and one wait between scrapes) after it.
     assert!(
-        calm.elapsed() >= Duration::from_millis(900),
+        calm.elapsed() >= Duration::from_secs(1),
         "the level waited calm_after: {:?}",
+        calm.elapsed()
+    );
+    assert!(
+        calm.elapsed()
+            <= Duration::from_secs(1)
+                + 2 * crawlgate::shed::CHECK_EVERY
+                + Duration::from_millis(50),
+        "the level fell soon after calm_after: {:?}",
         calm.elapsed()
     );
     assert_eq!(status(addr, "/b", CURL).await, 200);
@@ -213,10 +224,10 @@ async fn shedding_ends_on_an_idle_site_without_requests() {
 
 /// The recent response time alone is pressure too: twenty slow answers
 /// put the 90th percentile past `max_upstream_latency`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_upstream_sheds_robots_by_latency() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
+    let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1000\nmax_upstream_latency = \"40ms\"\n",
         overrides(&upstream),
     )
@@ -243,10 +254,10 @@ async fn a_slow_upstream_sheds_robots_by_latency() {
 /// `capped_share` (every second one at 0.5) while other shed classes stay
 /// shed. The cap is short here; the three-hour default is covered on a
 /// test clock in the unit tests.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn search_engines_get_a_share_through_after_the_cap() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
+    let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1\norder = [[\"search\", \"ai\"]]\nmax_search_shed = \"300ms\"\ncapped_share = 0.5\n",
         overrides(&upstream),
     )
@@ -284,10 +295,10 @@ async fn search_engines_get_a_share_through_after_the_cap() {
 /// While a robot's class is shed, a stale copy from the robots cache is
 /// better for it than a 503: served with its Age; a page the cache never
 /// held is still shed.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with(
+    let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1\n[bot_cache]\nttl = \"1s\"\n",
         overrides(&upstream),
     )

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crawlgate::config::Overrides;
 use futures_util::{SinkExt, StreamExt};
 use http::HeaderMap;
+use support::here::Here;
 use support::tls::{self as t, Ca};
 use support::{get, Proxy, Upstream, FIREFOX};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -287,10 +288,10 @@ async fn websockets_over_tls() {
 
 /// An idle tunnel is closed after `proxy.websocket_idle_timeout`; a tunnel
 /// holds its connection's place under `limits.max_connections`.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tunnels_time_out_when_idle_and_count_as_connections() {
     let echo = Echo::start().await;
-    let proxy = Proxy::start(
+    let proxy = Here::start(
         "[proxy]\nwebsocket_idle_timeout = \"500ms\"\n[limits]\nmax_connections = 1",
         &echo.url(),
     )
@@ -308,6 +309,7 @@ async fn tunnels_time_out_when_idle_and_count_as_connections() {
             Message::text("ping")
         );
     }
+    let quiet = tokio::time::Instant::now();
     // While it is open, the only connection place is taken: a newcomer waits.
     let waiting = tokio::spawn(get(proxy.addr, "example.test", "/", Some(FIREFOX)));
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -321,6 +323,13 @@ async fn tunnels_time_out_when_idle_and_count_as_connections() {
         matches!(closed, Ok(None | Some(Err(_)))),
         "the idle tunnel was not closed: {closed:?}"
     );
+    // On the paused clock: closed when it had been quiet for the timeout
+    // (its clock keeps whole milliseconds), not before.
+    let idle = quiet.elapsed();
+    assert!(
+        idle >= Duration::from_millis(499) && idle < Duration::from_millis(600),
+        "closed after {idle:?} of quiet"
+    );
     let res = tokio::time::timeout(Duration::from_secs(5), waiting)
         .await
         .expect("served after the tunnel closed")
@@ -333,15 +342,15 @@ async fn tunnels_time_out_when_idle_and_count_as_connections() {
 /// A shutdown cannot close a WebSocket politely (crawlgate does not speak
 /// the frames), so an open tunnel runs on through the drain and is closed
 /// when `proxy.shutdown_grace` is over, not left hanging.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_shutdown_closes_open_tunnels_after_the_grace_period() {
     let echo = Echo::start().await;
-    let proxy = Proxy::start("[proxy]\nshutdown_grace = \"400ms\"", &echo.url()).await;
+    let proxy = Here::start("[proxy]\nshutdown_grace = \"400ms\"", &echo.url()).await;
     let tcp = TcpStream::connect(proxy.addr).await.expect("connect");
     let mut ws = open(tcp, "example.test", "/chat", FIREFOX)
         .await
         .expect("handshake");
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let stop = tokio::spawn(proxy.stop());
     // During the drain the tunnel still carries messages.
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -353,8 +362,9 @@ async fn a_shutdown_closes_open_tunnels_after_the_grace_period() {
     assert!(wait_closed(&mut ws).await, "closed after the grace period");
     stop.await.expect("stopped");
     let took = started.elapsed();
+    // On the paused clock: closed when the grace period is over.
     assert!(
-        took >= Duration::from_millis(350) && took < Duration::from_secs(4),
+        took >= Duration::from_millis(400) && took < Duration::from_millis(500),
         "{took:?}"
     );
 }

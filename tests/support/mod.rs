@@ -6,6 +6,7 @@
 pub mod corpus;
 pub mod dns;
 pub mod download;
+pub mod here;
 pub mod lists;
 pub mod process;
 pub mod signing;
@@ -341,7 +342,7 @@ impl Proxy {
         overrides
             .listen
             .get_or_insert_with(|| "127.0.0.1:0".to_owned());
-        Self::launch(toml, overrides).await
+        Self::launch(toml, overrides, false).await
     }
 
     /// Starts crawlgate with a plain and an HTTPS listener on free ports
@@ -350,10 +351,12 @@ impl Proxy {
     pub async fn start_tls(toml: &str, mut overrides: Overrides) -> Self {
         overrides.listen = Some(process::free_addr().to_string());
         overrides.tls_listen = Some(process::free_addr().to_string());
-        Self::launch(toml, overrides).await
+        Self::launch(toml, overrides, false).await
     }
 
-    async fn launch(toml: &str, mut overrides: Overrides) -> Self {
+    /// Starts crawlgate; with `here`, its workers serve on the current
+    /// runtime ([`here::Here`]) instead of threads of their own.
+    async fn launch(toml: &str, mut overrides: Overrides, here: bool) -> Self {
         overrides.workers.get_or_insert(1);
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("crawlgate.toml");
@@ -362,7 +365,11 @@ impl Proxy {
         let server = Runner::bind(Arc::new(live)).expect("bind proxy");
         let addrs = server.addrs();
         let (control, events) = mpsc::channel(4);
-        let task = tokio::spawn(server.run(events));
+        let task = if here {
+            tokio::spawn(server.run_here(events))
+        } else {
+            tokio::spawn(server.run(events))
+        };
         Self {
             addr: addrs.plain,
             tls_addr: addrs.tls,
