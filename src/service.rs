@@ -42,6 +42,9 @@ use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
 use crate::verify::{by_dns, by_ranges, AiKind, Claim, DnsAnswer, Identity, Operators, Step};
 
+#[cfg(test)]
+mod tests;
+
 /// What the connection tells about each of its requests.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnInfo {
