@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use http::header::{HeaderValue, HOST, REFERER, USER_AGENT};
 use http::{Method, Request, StatusCode, Uri, Version};
-use hyper::body::Incoming;
 
 use crate::classify::{ClassId, Reason, UaClass};
 use crate::metrics::Side;
@@ -41,7 +40,7 @@ pub struct RequestLine {
 
 impl RequestLine {
     /// The parts of `req` the log shows, from `client`.
-    pub fn of(req: &Request<Incoming>, client: IpAddr) -> Self {
+    pub fn of<B>(req: &Request<B>, client: IpAddr) -> Self {
         let headers = req.headers();
         Self {
             time: SystemTime::now(),

@@ -11,13 +11,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, IF_MODIFIED_SINCE, IF_NONE_MATCH,
     STRICT_TRANSPORT_SECURITY, TRANSFER_ENCODING, USER_AGENT,
 };
 use http::{Method, Request, Response, StatusCode, Version};
 use http_body_util::Either;
-use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
 use tokio::time::Instant;
 
@@ -30,7 +30,7 @@ use crate::metrics::{Metrics, Side};
 use crate::observe::{Observed, Pending};
 use crate::outcome::{Outcome, RequestLine};
 use crate::policy::{self, CacheProbe, Cached, Decision, Facts};
-use crate::proxy::{self, ClientInfo, ProxyError};
+use crate::proxy::{self, BodyError, ClientInfo, ProxyError};
 use crate::response::{self, Body};
 use crate::route::Route;
 use crate::shed::{Change, Pressure, Reading, ShedPolicy};
@@ -41,6 +41,9 @@ use crate::validators;
 use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
 use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
+
+#[cfg(test)]
+mod tests;
 
 /// What the connection tells about each of its requests.
 #[derive(Clone, Copy, Debug)]
@@ -59,12 +62,16 @@ pub struct ConnInfo {
 /// (`None` on HTTP/2, which does not upgrade). The response body carries
 /// the request's [`Outcome`] to its record when it is done. `worker` is
 /// the serving worker's state for the snapshot in effect.
-pub async fn handle(
+pub async fn handle<B>(
     worker: Arc<Worker>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
-    req: Request<Incoming>,
-) -> Result<Response<Observed>, Infallible> {
+    req: Request<B>,
+) -> Result<Response<Observed>, Infallible>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let start = Instant::now();
     let shared = &worker.snapshot;
     let version = req.version();
@@ -101,13 +108,17 @@ pub async fn handle(
     Ok(res.map(|body| Observed::new(body, pending, owed)))
 }
 
-async fn respond(
+async fn respond<B>(
     worker: &Worker,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
-    mut req: Request<Incoming>,
+    mut req: Request<B>,
     pending: &mut Pending,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let shared = &*worker.snapshot;
     let scheme = conn.scheme;
     if let Some(res) = refuse(&shared.limits, conn.peer, &req) {
@@ -152,7 +163,9 @@ async fn respond(
             };
             // The client's address (through the trusted proxies) only for a
             // claim or a signature: humans never pay for it.
-            let client = || shared.upstream.client_addr(conn.peer.ip(), req.headers());
+            // (The headers, not the request: its body need not be `Sync`.)
+            let headers = req.headers();
+            let client = || shared.upstream.client_addr(conn.peer.ip(), headers);
             let robot = (verdict.class == UaClass::Bot)
                 .then_some(user_agent)
                 .flatten();
@@ -279,16 +292,20 @@ async fn respond(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn forward(
+async fn forward<B>(
     worker: &Worker,
     conn: ConnInfo,
-    req: Request<Incoming>,
+    req: Request<B>,
     class: UaClass,
     robot: Option<proxy::Robot>,
     upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
     found: Probe,
     pending: &mut Pending,
-) -> Response<Body> {
+) -> Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BodyError>,
+{
     let shared = &*worker.snapshot;
     let process = &shared.process;
     let method = req.method().clone();
@@ -612,7 +629,7 @@ fn stale_answer(
 /// ambiguous framing or a Host that is not a host (400), an over-long
 /// request-target (414), a declared body over the limit (413).
 /// The connection is closed after the answer, since the body is unread.
-fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<Response<Body>> {
+fn refuse<B>(limits: &Limits, peer: SocketAddr, req: &Request<B>) -> Option<Response<Body>> {
     if req.method() == Method::CONNECT {
         return Some(response::close(response::method_not_allowed()));
     }
@@ -641,14 +658,14 @@ fn refuse(limits: &Limits, peer: SocketAddr, req: &Request<Incoming>) -> Option<
 }
 
 /// The request body's length as `Content-Length` declares it.
-fn declared_length(req: &Request<Incoming>) -> Option<u64> {
+fn declared_length<B>(req: &Request<B>) -> Option<u64> {
     req.headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
 }
 
 /// A file of the sitemap folder, 304, or 404.
-async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response<Body> {
+async fn serve_sitemap<B>(sitemaps: &Sitemaps, req: &Request<B>) -> Response<Body> {
     let Some((name, kind)) = sitemap::serve::file_name(req.uri().path()) else {
         return response::not_found();
     };
@@ -676,7 +693,7 @@ async fn serve_sitemap(sitemaps: &Sitemaps, req: &Request<Incoming>) -> Response
 /// A response sent without reading the request body: if the request may
 /// have one, close the connection after it rather than risk reading the
 /// unread body as the next request.
-fn finish_early(req: &Request<Incoming>, res: Response<Body>) -> Response<Body> {
+fn finish_early<B>(req: &Request<B>, res: Response<Body>) -> Response<Body> {
     let has_body = req.headers().contains_key(TRANSFER_ENCODING)
         || req
             .headers()

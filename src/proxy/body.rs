@@ -7,6 +7,7 @@
 //! cache's fill implements it, so that the bodies know nothing of the
 //! cache.
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -16,6 +17,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::Response;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
@@ -71,7 +74,7 @@ pub struct Stalled(Duration);
 #[derive(Debug)]
 pub struct RequestBody {
     /// `None` for a rebuilt body-less request.
-    inner: Option<Incoming>,
+    inner: Option<Source>,
     state: Option<Arc<BodyState>>,
     seen: u64,
     limit: Option<u64>,
@@ -80,9 +83,13 @@ pub struct RequestBody {
 impl RequestBody {
     /// The client's body `inner`, held to `limit`, reporting to `state`
     /// (none for a body-less request).
-    pub(super) fn new(inner: Incoming, state: Option<Arc<BodyState>>, limit: Option<u64>) -> Self {
+    pub(super) fn new<B>(inner: B, state: Option<Arc<BodyState>>, limit: Option<u64>) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BodyError>,
+    {
         Self {
-            inner: Some(inner),
+            inner: Some(Source::of(inner)),
             state,
             seen: 0,
             limit,
@@ -111,9 +118,9 @@ impl Body for RequestBody {
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        let polled = Pin::new(inner).poll_frame(cx);
+        let polled = inner.poll_frame(cx);
         let Some(state) = &this.state else {
-            return polled.map_err(Into::into);
+            return polled;
         };
         match polled {
             Poll::Ready(Some(Ok(frame))) => {
@@ -132,20 +139,75 @@ impl Body for RequestBody {
                 state
                     .outcome
                     .store(BodyState::CLIENT_FAILED, Ordering::Relaxed);
-                Poll::Ready(Some(Err(err.into())))
+                Poll::Ready(Some(Err(err)))
             }
-            other => other.map_err(Into::into),
+            other => other,
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Incoming::is_end_stream)
+        self.inner.as_ref().is_none_or(Source::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
         self.inner
             .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Incoming::size_hint)
+            .map_or_else(|| SizeHint::with_exact(0), Source::size_hint)
+    }
+}
+
+/// The client's body as a forward holds it: hyper's [`Incoming`] (what
+/// the server hands over) polled in place, any other body (a unit test's
+/// request) boxed.
+#[derive(Debug)]
+enum Source {
+    Incoming(Incoming),
+    Other(UnsyncBoxBody<Bytes, BodyError>),
+}
+
+impl Source {
+    /// `body`, unboxed when it is hyper's: the check is on its type,
+    /// settled when the caller is compiled.
+    fn of<B>(body: B) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BodyError>,
+    {
+        let mut slot = Some(body);
+        if let Some(incoming) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Incoming>>() {
+            if let Some(incoming) = incoming.take() {
+                return Self::Incoming(incoming);
+            }
+        }
+        let other = slot.map_or_else(
+            || Empty::new().map_err(|never| match never {}).boxed_unsync(),
+            |body| body.map_err(Into::into).boxed_unsync(),
+        );
+        Self::Other(other)
+    }
+
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self {
+            Self::Incoming(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            Self::Other(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Incoming(body) => body.is_end_stream(),
+            Self::Other(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Incoming(body) => body.size_hint(),
+            Self::Other(body) => body.size_hint(),
+        }
     }
 }
 
@@ -238,7 +300,6 @@ pub async fn fill(
             return Ok(Filled::Streaming(res));
         }
     };
-    use http_body_util::BodyExt;
     let (parts, body) = res.into_parts();
     let mut body = std::pin::pin!(body);
     let mut read = 0usize;

@@ -30,10 +30,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, HOST, UPGRADE};
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use http::{Request, Response, Version};
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use hyper_util::client::legacy::Client;
 use ipnet::IpNet;
 
@@ -193,13 +194,17 @@ impl Upstream {
     ///
     /// A request with a body leaves a [`BodyBytes`] in `sent`: how many of
     /// its bytes went upstream, read when the exchange is over.
-    pub async fn forward(
+    pub async fn forward<B>(
         &self,
-        req: Request<Incoming>,
+        req: Request<B>,
         client: ClientInfo,
         upgrade: Option<HeaderValue>,
         sent: &mut Option<BodyBytes>,
-    ) -> Result<Response<ResponseBody>, ProxyError> {
+    ) -> Result<Response<ResponseBody>, ProxyError>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BodyError>,
+    {
         let (mut parts, body) = req.into_parts();
 
         let path = parts
