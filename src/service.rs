@@ -2,7 +2,7 @@
 //!
 //! [`handle`] gathers the [`Facts`] of a request, asks [`policy::decide`],
 //! and carries the [`Decision`] out: a synthetic response from
-//! [`response`], or [`Upstream::forward`]. It fills in the request's
+//! [`response`], or [`Upstream::forward`](crate::proxy::Upstream::forward). It fills in the request's
 //! [`Outcome`], which its response body records when it is done.
 //! It is the only module where policy, proxy and responses meet.
 
