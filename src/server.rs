@@ -526,18 +526,33 @@ impl Conn {
         // boxed, it is allocated only while a request is in flight.
         let slot = UpgradeSlot::default();
         let upgrades = Arc::clone(&slot);
-        let service = service_fn(move |req| {
-            let upgrades = Some(Arc::clone(&upgrades));
-            Box::pin(service::handle(worker.get(), info, upgrades, req))
-        });
-        let quiet = std::future::pending();
         if matches!(proto, Proto::H1) {
+            let service = service_fn(move |req| {
+                let upgrades = Some(Arc::clone(&upgrades));
+                Box::pin(service::handle(worker.get(), info, upgrades, req))
+            });
             let conn = builders.h1.serve_connection(io, service).with_upgrades();
             let drain = |c: Pin<&mut _>| {
                 hyper::server::conn::http1::UpgradeableConnection::graceful_shutdown(c)
             };
+            let quiet = std::future::pending();
             drive(Box::pin(conn), drain, phase.clone(), quiet, info.peer).await;
         } else {
+            // h2c has no header-read timeout either: the streams are
+            // counted and the connection closed after a quiet period, as
+            // over TLS. An HTTP/1 connection here is counted too (its
+            // keep-alive idle time is the shorter of the two timeouts).
+            let activity = Arc::new(Activity::new());
+            let quiet = quiet_for(&activity, builders.shared.conn.http2_idle_timeout);
+            let service = service_fn(move |req| {
+                let stream = StreamGuard::new(Arc::clone(&activity));
+                let upgrades = Some(Arc::clone(&upgrades));
+                let res = service::handle(worker.get(), info, upgrades, req);
+                Box::pin(async move {
+                    let res = res.await?;
+                    Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))
+                })
+            });
             let conn = builders.any.serve_connection_with_upgrades(io, service);
             drive(
                 Box::pin(conn),
@@ -576,11 +591,7 @@ impl Conn {
         // HTTP/2 has no header-read timeout to end an idle connection:
         // count the streams and close after a quiet period.
         let activity = Arc::new(Activity::new());
-        let quiet = {
-            let activity = Arc::clone(&activity);
-            let timeout = builders.shared.conn.http2_idle_timeout;
-            async move { activity.quiet_for(timeout).await }
-        };
+        let quiet = quiet_for(&activity, builders.shared.conn.http2_idle_timeout);
         let service = service_fn(move |req| {
             let stream = StreamGuard::new(Arc::clone(&activity));
             let res = service::handle(worker.get(), info, None, req);
@@ -599,6 +610,12 @@ impl Conn {
         )
         .await;
     }
+}
+
+/// Completes once `activity` has had no open stream for `timeout`.
+fn quiet_for(activity: &Arc<Activity>, timeout: Duration) -> impl Future<Output = ()> + use<> {
+    let activity = Arc::clone(activity);
+    async move { activity.quiet_for(timeout).await }
 }
 
 /// Runs a connection to its end, draining it gracefully when the server

@@ -719,3 +719,44 @@ async fn idle_keep_alive_connections_are_closed() {
     );
     h2c.stop().await;
 }
+
+/// An h2c connection (HTTP/2 with prior knowledge on the plain port) with
+/// no open stream is closed after `proxy.http2_idle_timeout`, as over TLS:
+/// HTTP/2 has no header-read timeout that would end it.
+#[tokio::test(start_paused = true)]
+async fn an_idle_h2c_connection_is_closed() {
+    use http_body_util::BodyExt;
+    let upstream = Upstream::start().await;
+    let proxy = Here::start(
+        "[proxy]\nh2c = true\nhttp2_idle_timeout = \"1s\"",
+        &upstream.url(),
+    )
+    .await;
+    let stream = TcpStream::connect(proxy.addr).await.expect("connect");
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .expect("h2c");
+    let conn = tokio::spawn(conn);
+    let req = http::Request::builder()
+        .uri(format!("http://{}/page", proxy.addr))
+        .header("user-agent", FIREFOX)
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .expect("request");
+    let res = send.send_request(req).await.expect("h2c response");
+    assert_eq!(res.status(), 200);
+    res.into_body().collect().await.expect("body");
+    let start = tokio::time::Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(5), conn).await;
+    assert!(closed.is_ok(), "idle h2c connection still open after 5 s");
+    // On the paused clock: closed at the timeout, to the millisecond.
+    let idle = start.elapsed();
+    assert!(
+        idle >= Duration::from_millis(1000) && idle < Duration::from_millis(1050),
+        "closed after {idle:?}"
+    );
+    assert_eq!(upstream.requests().len(), 1);
+    proxy.stop().await;
+}
