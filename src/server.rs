@@ -27,7 +27,6 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -38,13 +37,16 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Protocol;
 use crate::service::{self, ConnInfo};
 use crate::state::{Snapshot, WorkerSlot};
 use crate::tunnel::UpgradeSlot;
+
+mod streams;
+
+use streams::{quiet_for, Activity, StreamGuard, Tracked};
 
 /// Most concurrent streams per HTTP/2 connection.
 const H2_MAX_STREAMS: u32 = 128;
@@ -612,12 +614,6 @@ impl Conn {
     }
 }
 
-/// Completes once `activity` has had no open stream for `timeout`.
-fn quiet_for(activity: &Arc<Activity>, timeout: Duration) -> impl Future<Output = ()> + use<> {
-    let activity = Arc::clone(activity);
-    async move { activity.quiet_for(timeout).await }
-}
-
 /// Runs a connection to its end, draining it gracefully when the server
 /// shuts down or when `quiet` completes (an HTTP/2 connection idle too
 /// long; `pending()` for HTTP/1, which has its header-read timeout), and
@@ -666,89 +662,6 @@ async fn drive<C, E>(
                 drain(conn.as_mut());
             }
         }
-    }
-}
-
-/// Open streams of an HTTP/2 connection and when the last one ended.
-struct Activity {
-    streams: AtomicUsize,
-    /// Milliseconds after `epoch` when the stream count last reached 0.
-    quiet_since: AtomicU64,
-    epoch: Instant,
-}
-
-impl Activity {
-    fn new() -> Self {
-        Self {
-            streams: AtomicUsize::new(0),
-            quiet_since: AtomicU64::new(0),
-            epoch: Instant::now(),
-        }
-    }
-
-    /// Completes once no stream has been open for `timeout`.
-    async fn quiet_for(&self, timeout: Duration) {
-        loop {
-            let due = if self.streams.load(Ordering::Acquire) > 0 {
-                Instant::now() + timeout
-            } else {
-                self.epoch
-                    + Duration::from_millis(self.quiet_since.load(Ordering::Acquire))
-                    + timeout
-            };
-            if Instant::now() >= due && self.streams.load(Ordering::Acquire) == 0 {
-                return;
-            }
-            tokio::time::sleep_until(due).await;
-        }
-    }
-}
-
-/// Counts one HTTP/2 stream as open from its request until its response
-/// body is done or dropped.
-struct StreamGuard(Arc<Activity>);
-
-impl StreamGuard {
-    fn new(activity: Arc<Activity>) -> Self {
-        activity.streams.fetch_add(1, Ordering::AcqRel);
-        Self(activity)
-    }
-}
-
-impl Drop for StreamGuard {
-    fn drop(&mut self) {
-        let now = crate::clock::millis_since(self.0.epoch);
-        self.0.quiet_since.store(now, Ordering::Release);
-        self.0.streams.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A response body that keeps its stream counted while it is sent.
-    struct Tracked {
-        #[pin]
-        body: crate::observe::Observed,
-        stream: StreamGuard,
-    }
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = bytes::Bytes;
-    type Error = <crate::observe::Observed as hyper::body::Body>::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        self.project().body.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
     }
 }
 
