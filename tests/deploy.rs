@@ -1,9 +1,17 @@
 //! The files under deploy/ that operators copy: every PromQL expression of
 //! the Prometheus rules and the Grafana dashboard parses, and names only
-//! metrics crawlgate exports.
+//! metrics crawlgate exports; the Kubernetes manifests parse, agree with
+//! the config their ConfigMap holds (ports, probes, drain time, volumes),
+//! and that config passes `crawlgate check-config` and serves the probes
+//! and a robot's 403 when the real binary runs it.
+
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::process::Stdio;
+
+use yaml_rust2::{Yaml, YamlLoader};
 
 fn deploy(path: &str) -> String {
     let full = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -106,4 +114,346 @@ fn the_grafana_dashboard_parses_and_names_real_metrics() {
         assert!(all.contains(question), "the dashboard lacks {question}");
     }
     assert!(count >= 10, "{count} queries");
+}
+
+/// Every document of `deploy/kubernetes/NAME`, parsed.
+fn manifest(name: &str) -> Vec<Yaml> {
+    let text = deploy(&format!("kubernetes/{name}"));
+    YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("kubernetes/{name}: {e}"))
+}
+
+/// The one document of `deploy/kubernetes/NAME`, of kind `kind`.
+fn object(name: &str, kind: &str) -> Yaml {
+    let mut docs = manifest(name);
+    assert_eq!(docs.len(), 1, "kubernetes/{name}: one object");
+    let doc = docs.remove(0);
+    assert_eq!(doc["kind"].as_str(), Some(kind), "kubernetes/{name}");
+    doc
+}
+
+fn text<'a>(yaml: &'a Yaml, what: &str) -> &'a str {
+    yaml.as_str()
+        .unwrap_or_else(|| panic!("{what}: not a string: {yaml:?}"))
+}
+
+fn list<'a>(yaml: &'a Yaml, what: &str) -> &'a [Yaml] {
+    yaml.as_vec()
+        .unwrap_or_else(|| panic!("{what}: not a list: {yaml:?}"))
+}
+
+/// The Kubernetes manifests against the config of their ConfigMap: every
+/// file parses and is tied by the kustomization; the container runs that
+/// config where the ConfigMap is mounted; the ports and probes are the
+/// config's listeners and crawlgate's health paths; the pod may run for
+/// the preStop pause plus the drain grace; it runs as non-root with a
+/// read-only root, so every folder crawlgate writes is a volume; the
+/// Service, budget and autoscaler name the Deployment's pods.
+#[test]
+fn the_kubernetes_manifests_agree_with_their_config() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes");
+    let kustomization = object("kustomization.yaml", "Kustomization");
+    let resources: Vec<&str> = list(&kustomization["resources"], "resources")
+        .iter()
+        .map(|r| text(r, "resource"))
+        .collect();
+    // Every manifest is a resource (the Secret's example is kept out: a
+    // private key does not belong in the repository).
+    for entry in std::fs::read_dir(&dir).expect("deploy/kubernetes") {
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .into_string()
+            .expect("utf-8");
+        if name.ends_with(".yaml") && name != "kustomization.yaml" {
+            let docs = manifest(&name);
+            assert!(!docs.is_empty(), "{name}: empty");
+            assert_eq!(
+                resources.contains(&name.as_str()),
+                name != "secret.example.yaml",
+                "{name} in kustomization.yaml's resources"
+            );
+        }
+    }
+    let generator = &list(&kustomization["configMapGenerator"], "configMapGenerator")[0];
+    let config_map = text(&generator["name"], "configMap name");
+    assert_eq!(
+        list(&generator["files"], "files")[0].as_str(),
+        Some("crawlgate.toml")
+    );
+    let config = crawlgate::config::Config::load(
+        Some(&dir.join("crawlgate.toml")),
+        &crawlgate::config::Overrides::default(),
+    )
+    .expect("deploy/kubernetes/crawlgate.toml is valid");
+
+    let deployment = object("deployment.yaml", "Deployment");
+    let pod = &deployment["spec"]["template"];
+    let labels = pod["metadata"]["labels"].clone();
+    assert_eq!(deployment["spec"]["selector"]["matchLabels"], labels);
+    let spec = &pod["spec"];
+    let containers = list(&spec["containers"], "containers");
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+
+    // The config file the container reads is the ConfigMap's.
+    let volumes = list(&spec["volumes"], "volumes");
+    let mounts = list(&container["volumeMounts"], "volumeMounts");
+    let mount_of = |volume: &str| {
+        mounts
+            .iter()
+            .find(|m| m["name"].as_str() == Some(volume))
+            .map(|m| text(&m["mountPath"], "mountPath"))
+            .unwrap_or_else(|| panic!("volume {volume} is not mounted"))
+    };
+    let config_volume = volumes
+        .iter()
+        .find(|v| v["configMap"]["name"].as_str() == Some(config_map))
+        .expect("a volume of the generated ConfigMap");
+    let config_dir = mount_of(text(&config_volume["name"], "volume name"));
+    let args: Vec<&str> = list(&container["args"], "args")
+        .iter()
+        .map(|a| text(a, "arg"))
+        .collect();
+    assert_eq!(
+        args,
+        ["--config", &format!("{config_dir}/crawlgate.toml")],
+        "the container runs the ConfigMap's config"
+    );
+    // The certificate folder (relative to the config) is the Secret's.
+    let certs = volumes
+        .iter()
+        .find(|v| v["secret"]["secretName"].as_str() == Some("crawlgate-certs"))
+        .expect("a volume of the certificates' Secret");
+    let certs_dir = format!("{config_dir}/certs");
+    assert_eq!(mount_of(text(&certs["name"], "volume name")), certs_dir);
+    let raw: toml::Table = deploy("kubernetes/crawlgate.toml").parse().expect("TOML");
+    assert_eq!(
+        raw["tls"]["certs"].as_str(),
+        Some("certs"),
+        "tls.certs: the folder beside the config, where the Secret is mounted"
+    );
+
+    // Ports: the listeners of the config, by name.
+    let port = |name: &str| {
+        list(&container["ports"], "ports")
+            .iter()
+            .find(|p| p["name"].as_str() == Some(name))
+            .and_then(|p| p["containerPort"].as_i64())
+            .unwrap_or_else(|| panic!("no container port named {name}"))
+    };
+    assert_eq!(port("http"), i64::from(config.restart.listen.port()));
+    let admin = config.restart.admin_listen.expect("admin.listen is set");
+    assert_eq!(port("admin"), i64::from(admin.port()));
+    assert!(
+        config.restart.listen.ip().is_unspecified() && admin.ip().is_unspecified(),
+        "a pod's listeners take every address (kubelet probes the pod's)"
+    );
+    if let Some(tls_listen) = config.restart.tls_listen {
+        assert_eq!(port("https"), i64::from(tls_listen.port()));
+    }
+    // Probes: crawlgate's health paths on the admin port.
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(get["path"].as_str(), Some(path), "{probe}");
+        let probed = get["port"]
+            .as_i64()
+            .unwrap_or_else(|| port(text(&get["port"], "probe port")));
+        assert_eq!(probed, i64::from(admin.port()), "{probe} on the admin port");
+    }
+    // A stop: the preStop pause, then SIGTERM and the drain grace, within
+    // the termination grace period.
+    let pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        .as_i64()
+        .expect("a preStop pause");
+    let grace = spec["terminationGracePeriodSeconds"]
+        .as_i64()
+        .expect("terminationGracePeriodSeconds");
+    let drain = i64::try_from(config.proxy.shutdown_grace.as_secs()).expect("seconds");
+    assert!(
+        grace > pause + drain,
+        "terminationGracePeriodSeconds {grace} must exceed preStop {pause} s + shutdown_grace {drain} s"
+    );
+    // Non-root, read-only root: what crawlgate writes is on a volume.
+    assert_eq!(
+        spec["securityContext"]["runAsNonRoot"].as_bool(),
+        Some(true)
+    );
+    let security = &container["securityContext"];
+    assert_eq!(security["readOnlyRootFilesystem"].as_bool(), Some(true));
+    assert_eq!(security["allowPrivilegeEscalation"].as_bool(), Some(false));
+    assert_eq!(
+        list(&security["capabilities"]["drop"], "drop")[0].as_str(),
+        Some("ALL")
+    );
+    let state = config
+        .verify
+        .as_ref()
+        .and_then(|v| v.state_dir.clone())
+        .expect("verify.state_dir is set: no systemd StateDirectory in a pod");
+    let writable = volumes
+        .iter()
+        .filter(|v| !v["emptyDir"].is_badvalue())
+        .map(|v| mount_of(text(&v["name"], "volume name")))
+        .any(|path| state.starts_with(path));
+    assert!(writable, "{} is not on a writable volume", state.display());
+    for limit in ["requests", "limits"] {
+        assert!(
+            !container["resources"][limit]["memory"].is_badvalue(),
+            "resources.{limit}.memory"
+        );
+    }
+
+    // The Service, the budget and the autoscaler name these pods.
+    let service = object("service.yaml", "Service");
+    assert_eq!(service["spec"]["selector"], labels);
+    for p in list(&service["spec"]["ports"], "service ports") {
+        port(text(&p["targetPort"], "targetPort"));
+    }
+    let pdb = object("pdb.yaml", "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["selector"]["matchLabels"], labels);
+    let hpa = object("hpa.yaml", "HorizontalPodAutoscaler");
+    let name = deployment["metadata"]["name"].clone();
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], name);
+    assert_eq!(
+        hpa["spec"]["scaleTargetRef"]["kind"].as_str(),
+        Some("Deployment")
+    );
+
+    // kustomize itself, when kubectl is there: the build names the
+    // generated ConfigMap (with its content hash) in the Deployment.
+    match std::process::Command::new("kubectl")
+        .args(["kustomize"])
+        .arg(&dir)
+        .output()
+    {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "kubectl kustomize: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let built = YamlLoader::load_from_str(&String::from_utf8_lossy(&out.stdout))
+                .expect("built YAML");
+            let generated = built
+                .iter()
+                .find(|d| d["kind"].as_str() == Some("ConfigMap"))
+                .expect("the generated ConfigMap");
+            let generated_name = text(&generated["metadata"]["name"], "name");
+            assert!(
+                generated_name.starts_with(&format!("{config_map}-")),
+                "{generated_name}"
+            );
+            assert!(
+                generated["data"]["crawlgate.toml"].as_str()
+                    == Some(deploy("kubernetes/crawlgate.toml").as_str())
+            );
+            let deployment = built
+                .iter()
+                .find(|d| d["kind"].as_str() == Some("Deployment"))
+                .expect("Deployment");
+            let named = list(
+                &deployment["spec"]["template"]["spec"]["volumes"],
+                "volumes",
+            )
+            .iter()
+            .any(|v| v["configMap"]["name"].as_str() == Some(generated_name));
+            assert!(named, "the Deployment mounts {generated_name}");
+        }
+        Err(_) => {
+            eprintln!("kubectl not found: the kustomize build of deploy/kubernetes is not checked")
+        }
+    }
+}
+
+/// The ConfigMap's config as a pod runs it, on loopback: `check-config`
+/// accepts it; started, it answers both probes on the admin port and
+/// refuses a robot's action URL; with TLS turned on and a
+/// `kubernetes.io/tls` Secret mounted the way kubelet mounts one
+/// (`tls.crt` and `tls.key` as links into a `..data` folder), the
+/// certificate is found.
+#[tokio::test]
+async fn the_kubernetes_config_serves_the_probes() {
+    let upstream = support::Upstream::start().await;
+    let proxy = support::process::free_addr();
+    let admin = support::process::free_addr();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let pod = deploy("kubernetes/crawlgate.toml")
+        .replace("0.0.0.0:8080", &proxy.to_string())
+        .replace("0.0.0.0:9090", &admin.to_string())
+        .replace("http://site:80", &upstream.url())
+        .replace("/var/lib/crawlgate", state.to_str().expect("utf-8"));
+    assert!(pod.contains(&admin.to_string()) && pod.contains(&upstream.url()));
+    // Offline: the range lists stay unverified, which changes nothing here.
+    let config = dir.path().join("crawlgate.toml");
+    std::fs::write(&config, &pod).expect("write");
+    let check = |config: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
+            .args(["check-config", config.to_str().expect("utf-8")])
+            .output()
+            .expect("check-config")
+    };
+    let out = check(&config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut running = support::process::start(
+        &["--config", config.to_str().expect("utf-8")],
+        proxy,
+        Stdio::null(),
+    );
+    support::process::wait_listening(admin);
+    for (path, status) in [("/healthz", 200), ("/readyz", 200)] {
+        let res = support::get(admin, "pod", path, None).await;
+        assert_eq!(res.status, status, "{path}: {}", res.text());
+    }
+    let res = support::get(proxy, "example.com", "/?do=vote", Some(support::GOOGLEBOT)).await;
+    assert_eq!(res.status, 403);
+    let res = support::get(proxy, "example.com", "/page", Some(support::FIREFOX)).await;
+    assert_eq!(res.status, 200);
+    assert_eq!(
+        upstream.requests().len(),
+        1,
+        "only the human's request went up"
+    );
+    running.signal("TERM");
+    assert!(running
+        .wait_exit(std::time::Duration::from_secs(15))
+        .success());
+
+    // TLS on, with the certificates where kubelet puts a Secret's keys.
+    let ca = support::tls::Ca::new();
+    let leaf = ca.leaf(&["example.com"]);
+    let data = dir.path().join("certs/..2026_12_03_00_00_00.000000001");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::write(data.join("tls.crt"), &leaf.chain_pem).expect("write");
+    std::fs::write(data.join("tls.key"), &leaf.key_pem).expect("write");
+    let certs = dir.path().join("certs");
+    std::os::unix::fs::symlink("..2026_12_03_00_00_00.000000001", certs.join("..data"))
+        .expect("link");
+    for file in ["tls.crt", "tls.key"] {
+        std::os::unix::fs::symlink(format!("..data/{file}"), certs.join(file)).expect("link");
+    }
+    let tls = support::process::free_addr();
+    let with_tls = pod.replace(
+        "# listen = \"0.0.0.0:8443\"",
+        &format!("listen = \"{tls}\""),
+    );
+    assert_ne!(with_tls, pod, "the TLS line is in the ConfigMap's config");
+    std::fs::write(&config, &with_tls).expect("write");
+    let out = check(&config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("example.com"),
+        "check-config names the certificate: {said}"
+    );
 }
