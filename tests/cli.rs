@@ -450,3 +450,62 @@ fn demo_shows_every_feature() {
     });
     drop(demo);
 }
+
+/// The commit of this checkout, as build.rs asks git for it; none
+/// without git.
+fn checkout_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn version_names_the_commit_and_the_build_date() {
+    let short = run(&["-V"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let short = String::from_utf8_lossy(&short.stdout).into_owned();
+    let pattern = regex::Regex::new(concat!(
+        r"^crawlgate ",
+        env!("CARGO_PKG_VERSION"),
+        r" \((\S+) (\d{4}-\d{2}-\d{2})\)\n$"
+    ))
+    .expect("regex");
+    let found = pattern
+        .captures(&short)
+        .unwrap_or_else(|| panic!("-V prints one line: {short:?}"));
+    let (commit, date) = (&found[1], &found[2]);
+    match checkout_commit() {
+        Some(head) => assert!(
+            commit == head || commit == format!("{head}-dirty"),
+            "-V says {commit}, the checkout is at {head}"
+        ),
+        None => eprintln!("no git here: the commit ({commit}) is not checked"),
+    }
+
+    let long = run(&["--version"]);
+    assert!(long.status.success(), "{}", stderr(&long));
+    let long = String::from_utf8_lossy(&long.stdout).into_owned();
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some(concat!("crawlgate ", env!("CARGO_PKG_VERSION"))),
+        "{long}"
+    );
+    for line in [format!("commit: {commit}"), format!("built: {date}")] {
+        assert!(lines.contains(&line.as_str()), "no {line:?} in:\n{long}");
+    }
+    // Cargo's features (`none` today), the target triple and the profile.
+    for field in ["features: ", "target: ", "profile: "] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.strip_prefix(field).is_some_and(|v| !v.is_empty())),
+            "no {field:?} in:\n{long}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ pub mod classify;
 pub mod demo;
 pub mod run;
 pub mod sitemap;
+pub mod version;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
 pub const EXIT_CONFIG: u8 = 64;
@@ -118,7 +119,12 @@ fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
 /// sends one canonical 301 for duplicate addresses, synthesizes robots.txt
 /// and forwards everything else to the site, streaming.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version = version::SHORT,
+    long_version = version::LONG,
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// The subcommand; none runs the proxy.
     #[command(subcommand)]
