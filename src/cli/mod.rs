@@ -12,6 +12,7 @@ use crate::config::Overrides;
 pub mod check_config;
 pub mod classify;
 pub mod demo;
+pub mod man;
 pub mod run;
 pub mod sitemap;
 pub mod version;
@@ -172,6 +173,14 @@ pub enum Command {
     /// Build sitemaps from the site's data, index them, or convert a static export
     #[command(subcommand)]
     Sitemap(SitemapCommand),
+    /// Write the manual pages: crawlgate(1), one per subcommand, and crawlgate.toml(5)
+    #[command(hide = true)]
+    Man {
+        /// Folder to write them into (created if missing); for a `man1` folder,
+        /// crawlgate.toml.5 goes to the `man5` beside it
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 /// The subcommands of `crawlgate sitemap`.
