@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Some(Command::Classify { explain, rules }) => cli::classify::run(explain, rules.as_deref()),
         Some(Command::CheckConfig { file }) => cli::check_config::run(&file),
         Some(Command::Sitemap(command)) => cli::sitemap::run(command),
+        Some(Command::Man { out }) => cli::man::run(&out),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -450,3 +450,223 @@ fn demo_shows_every_feature() {
     });
     drop(demo);
 }
+
+/// The commit of this checkout, as build.rs asks git for it; none
+/// without git.
+fn checkout_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+#[test]
+fn version_names_the_commit_and_the_build_date() {
+    let short = run(&["-V"]);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let short = String::from_utf8_lossy(&short.stdout).into_owned();
+    let pattern = regex::Regex::new(concat!(
+        r"^crawlgate ",
+        env!("CARGO_PKG_VERSION"),
+        r" \((\S+) (\d{4}-\d{2}-\d{2})\)\n$"
+    ))
+    .expect("regex");
+    let found = pattern
+        .captures(&short)
+        .unwrap_or_else(|| panic!("-V prints one line: {short:?}"));
+    let (commit, date) = (&found[1], &found[2]);
+    match checkout_commit() {
+        Some(head) => assert!(
+            commit == head || commit == format!("{head}-dirty"),
+            "-V says {commit}, the checkout is at {head}"
+        ),
+        None => eprintln!("no git here: the commit ({commit}) is not checked"),
+    }
+
+    let long = run(&["--version"]);
+    assert!(long.status.success(), "{}", stderr(&long));
+    let long = String::from_utf8_lossy(&long.stdout).into_owned();
+    let lines: Vec<&str> = long.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some(concat!("crawlgate ", env!("CARGO_PKG_VERSION"))),
+        "{long}"
+    );
+    for line in [format!("commit: {commit}"), format!("built: {date}")] {
+        assert!(lines.contains(&line.as_str()), "no {line:?} in:\n{long}");
+    }
+    // Cargo's features (`none` today), the target triple and the profile.
+    for field in ["features: ", "target: ", "profile: "] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.strip_prefix(field).is_some_and(|v| !v.is_empty())),
+            "no {field:?} in:\n{long}"
+        );
+    }
+}
+
+/// The page names of the visible commands, from the clap definition:
+/// `crawlgate`, `crawlgate-sitemap-build`, ….
+fn command_page_names() -> Vec<String> {
+    fn walk(cmd: &clap::Command, name: String, names: &mut Vec<String>) {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() != "help" {
+                walk(sub, format!("{name}-{}", sub.get_name()), names);
+            }
+        }
+        names.push(name);
+    }
+    let mut names = Vec::new();
+    let cli = <crawlgate::cli::Cli as clap::CommandFactory>::command();
+    walk(&cli, "crawlgate".to_owned(), &mut names);
+    names
+}
+
+/// A terminal rendering as plain text: overstrikes (bold, underline) and
+/// SGR sequences removed, typographic hyphens and minus signs as `-`.
+fn plain(text: &str) -> String {
+    let sgr = regex::Regex::new("\x1b\\[[0-9;]*m").expect("regex");
+    let mut out: Vec<char> = Vec::new();
+    for c in sgr.replace_all(text, "").chars() {
+        match c {
+            '\u{8}' => {
+                out.pop();
+            }
+            '\u{2010}' | '\u{2011}' | '\u{2212}' => out.push('-'),
+            c => out.push(c),
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Renders a page with `man -l` or, without man, `nroff -man`; none when
+/// neither runs here.
+fn render_page(path: &std::path::Path) -> Option<String> {
+    let tools: [(&str, &[&str]); 2] = [("man", &["-l"]), ("nroff", &["-man"])];
+    for (tool, args) in tools {
+        let Ok(out) = Command::new(tool)
+            .args(args)
+            .arg(path)
+            .env("MANWIDTH", "80")
+            .env("LC_ALL", "C.UTF-8")
+            .env_remove("MANPAGER")
+            .env_remove("PAGER")
+            .output()
+        else {
+            continue;
+        };
+        let errors = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && errors.trim().is_empty(),
+            "{tool} {}: {errors}",
+            path.display()
+        );
+        return Some(plain(&String::from_utf8_lossy(&out.stdout)));
+    }
+    None
+}
+
+#[test]
+fn man_writes_a_page_per_command_and_the_config_reference() {
+    let help = run(&["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        !help.lines().any(|l| l.trim_start().starts_with("man ")),
+        "`man` is hidden from --help:\n{help}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(&["man", "--out", dir.path().to_str().expect("utf-8 path")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut files: Vec<String> = command_page_names()
+        .into_iter()
+        .map(|name| format!("{name}.1"))
+        .collect();
+    files.push("crawlgate.toml.5".to_owned());
+    files.sort();
+    let mut listed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.rsplit('/').next().unwrap_or(l).to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, files, "the paths printed");
+    let mut found: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read the folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, files, "the pages written");
+
+    let mut rendered = 0;
+    for file in &files {
+        let path = dir.path().join(file);
+        let roff = std::fs::read_to_string(&path).expect("read the page");
+        assert!(roff.starts_with(".TH "), "{file}: {roff}");
+        assert!(roff.contains(".SH \"SEE ALSO\"\n"), "{file}: {roff}");
+        let name = file.rsplit_once('.').expect("section").0;
+        let text = match render_page(&path) {
+            Some(text) => {
+                rendered += 1;
+                text
+            }
+            None => roff.replace("\\-", "-"),
+        };
+        assert!(text.contains(name), "{file} does not name {name}:\n{text}");
+        if file == "crawlgate.toml.5" {
+            check_config_reference(&text, rendered > 0);
+        }
+    }
+    if rendered == 0 {
+        println!(
+            "neither man nor nroff runs here: the pages' roff is checked, not their rendering"
+        );
+    }
+}
+
+/// Every key of the config is in crawlgate.toml(5), under its section's
+/// heading (`[proxy]`; top-level keys under TOP-LEVEL KEYS): as the tag
+/// `key = …` or `# key = …`, or, for a table of tables, `[section.key.…]`.
+fn check_config_reference(text: &str, rendered: bool) {
+    if !rendered {
+        for key in crawlgate::config::keys() {
+            let last = key.rsplit('.').next().expect("a name");
+            assert!(text.contains(last), "crawlgate.toml.5 lacks {key}");
+        }
+        return;
+    }
+    // The rendered page's sections: a heading starts at the margin.
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        if !line.is_empty() && !line.starts_with(char::is_whitespace) {
+            sections.push((line.trim().to_owned(), Vec::new()));
+        } else if let Some((_, lines)) = sections.last_mut() {
+            let line = line.trim();
+            lines.push(line.strip_prefix("# ").unwrap_or(line).to_owned());
+        }
+    }
+    for key in crawlgate::config::keys() {
+        let (heading, name) = match key.rsplit_once('.') {
+            Some((section, name)) => (format!("[{section}]"), name),
+            None => ("TOP-LEVEL KEYS".to_owned(), key.as_str()),
+        };
+        let lines = &sections
+            .iter()
+            .find(|(h, _)| *h == heading)
+            .unwrap_or_else(|| panic!("crawlgate.toml.5 has no section {heading}:\n{text}"))
+            .1;
+        let table = format!("[{key}.");
+        assert!(
+            lines.iter().any(|l| {
+                l.starts_with(&table)
+                    || l.strip_prefix(name)
+                        .is_some_and(|rest| rest.trim_start().starts_with('='))
+            }),
+            "crawlgate.toml.5 does not document {key} under {heading}"
+        );
+    }
+}

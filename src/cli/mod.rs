@@ -12,8 +12,10 @@ use crate::config::Overrides;
 pub mod check_config;
 pub mod classify;
 pub mod demo;
+pub mod man;
 pub mod run;
 pub mod sitemap;
+pub mod version;
 
 /// Exit code for a bad configuration (EX_USAGE), before anything is bound.
 pub const EXIT_CONFIG: u8 = 64;
@@ -118,7 +120,12 @@ fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
 /// sends one canonical 301 for duplicate addresses, synthesizes robots.txt
 /// and forwards everything else to the site, streaming.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version = version::SHORT,
+    long_version = version::LONG,
+    about,
+    long_about = None
+)]
 pub struct Cli {
     /// The subcommand; none runs the proxy.
     #[command(subcommand)]
@@ -166,6 +173,14 @@ pub enum Command {
     /// Build sitemaps from the site's data, index them, or convert a static export
     #[command(subcommand)]
     Sitemap(SitemapCommand),
+    /// Write the manual pages: crawlgate(1), one per subcommand, and crawlgate.toml(5)
+    #[command(hide = true)]
+    Man {
+        /// Folder to write them into (created if missing); for a `man1` folder,
+        /// crawlgate.toml.5 goes to the `man5` beside it
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 /// The subcommands of `crawlgate sitemap`.
