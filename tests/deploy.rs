@@ -384,7 +384,6 @@ async fn the_kubernetes_config_serves_the_probes() {
         .replace("http://site:80", &upstream.url())
         .replace("/var/lib/crawlgate", state.to_str().expect("utf-8"));
     assert!(pod.contains(&admin.to_string()) && pod.contains(&upstream.url()));
-    // Offline: the range lists stay unverified, which changes nothing here.
     let config = dir.path().join("crawlgate.toml");
     std::fs::write(&config, &pod).expect("write");
     let check = |config: &Path| {
@@ -400,8 +399,14 @@ async fn the_kubernetes_config_serves_the_probes() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    // Started without verification: a test fetches nothing beyond
+    // loopback (the range lists come from the operators' sites). `[verify]`
+    // is the config's last section, so the line lands in it.
+    assert!(pod[pod.rfind("\n[").expect("sections")..].starts_with("\n[verify]"));
+    let running_config = dir.path().join("running.toml");
+    std::fs::write(&running_config, format!("{pod}\nenabled = false\n")).expect("write");
     let mut running = support::process::start(
-        &["--config", config.to_str().expect("utf-8")],
+        &["--config", running_config.to_str().expect("utf-8")],
         proxy,
         Stdio::null(),
     );
