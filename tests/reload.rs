@@ -548,10 +548,7 @@ async fn key_directories_outlive_a_reload() {
         )
     };
     let proxy = Proxy::start_with(&toml("2s", "/admin/"), overrides(&upstream)).await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = crawlgate::clock::unix_now();
     let signed = Signing {
         key: &key,
         authority: "example.com",

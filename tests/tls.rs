@@ -84,10 +84,7 @@ async fn sni_chooses_the_certificate_from_either_layout() {
 #[test]
 fn bad_certificate_folders_name_the_file() {
     let ca = Ca::new();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = crawlgate::clock::unix_now();
     let check = |setup: &dyn Fn(&std::path::Path), want_file: &str, want: &str| {
         let dir = tempfile::tempdir().expect("tempdir");
         setup(dir.path());
@@ -210,10 +207,7 @@ async fn one_bad_certificate_does_not_take_the_others_down() {
     let dir = tempfile::tempdir().expect("tempdir");
     let certs = dir.path().join("certs");
     std::fs::create_dir_all(&certs).expect("mkdir");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = crawlgate::clock::unix_now();
     let good = ca.leaf(&["good.test"]);
     t::write_flat(&certs, "good.crt", &good);
     t::write_flat(
@@ -351,10 +345,7 @@ async fn one_bad_certificate_does_not_take_the_others_down() {
 fn the_binary_refuses_to_start_with_a_bad_certificate() {
     let ca = Ca::new();
     let dir = tempfile::tempdir().expect("tempdir");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = crawlgate::clock::unix_now();
     t::write_flat(
         dir.path(),
         "expired.crt",

@@ -549,10 +549,7 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
     );
     let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
 
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_secs() as i64;
+    let now = crawlgate::clock::unix_now();
     let valid = Signing {
         key: &key,
         authority: "example.com",
