@@ -41,10 +41,7 @@ impl Here {
     }
 
     /// Starts crawlgate with `toml` as its config file and `overrides`.
-    pub async fn start_with(toml: &str, mut overrides: Overrides) -> Self {
-        overrides
-            .listen
-            .get_or_insert_with(|| "127.0.0.1:0".to_owned());
+    pub async fn start_with(toml: &str, overrides: Overrides) -> Self {
         let proxy = Proxy::launch(toml, overrides, true).await;
         Self { proxy }
     }

@@ -338,10 +338,7 @@ impl Proxy {
     }
 
     /// Starts crawlgate with `toml` as its config file and `overrides`.
-    pub async fn start_with(toml: &str, mut overrides: Overrides) -> Self {
-        overrides
-            .listen
-            .get_or_insert_with(|| "127.0.0.1:0".to_owned());
+    pub async fn start_with(toml: &str, overrides: Overrides) -> Self {
         Self::launch(toml, overrides, false).await
     }
 
@@ -354,9 +351,13 @@ impl Proxy {
         Self::launch(toml, overrides, false).await
     }
 
-    /// Starts crawlgate; with `here`, its workers serve on the current
-    /// runtime ([`here::Here`]) instead of threads of their own.
+    /// Starts crawlgate (on a free loopback port unless `overrides` names
+    /// one); with `here`, its workers serve on the current runtime
+    /// ([`here::Here`]) instead of threads of their own.
     async fn launch(toml: &str, mut overrides: Overrides, here: bool) -> Self {
+        overrides
+            .listen
+            .get_or_insert_with(|| "127.0.0.1:0".to_owned());
         overrides.workers.get_or_insert(1);
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("crawlgate.toml");
