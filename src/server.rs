@@ -118,16 +118,13 @@ pub fn run_workers(
     let mut threads = Vec::with_capacity(sockets.len());
     for (i, (sockets, slot)) in sockets.into_iter().zip(slots).enumerate() {
         let cap = cap.clone();
-        let mut stop = stop.clone();
+        let shutdown = stopped(stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("crawlgate-w{i}"))
             .spawn(move || -> io::Result<()> {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
-                let shutdown = async move {
-                    let _ = stop.wait_for(|&stop| stop).await;
-                };
                 runtime.block_on(serve_worker(sockets, slot, cap, shutdown))
             })?;
         threads.push(thread);
@@ -156,10 +153,7 @@ pub async fn serve_workers_here(
         .into_iter()
         .zip(slots)
         .map(|(sockets, slot)| {
-            let mut stop = stop.clone();
-            let shutdown = async move {
-                let _ = stop.wait_for(|&stop| stop).await;
-            };
+            let shutdown = stopped(stop.clone());
             tokio::spawn(serve_worker(sockets, slot, cap.clone(), shutdown))
         })
         .collect();
@@ -168,6 +162,12 @@ pub async fn serve_workers_here(
             .map_err(|_| io::Error::other("a worker task panicked"))??;
     }
     Ok(())
+}
+
+/// Completes once `stop` turns true (or its sender is gone): a worker's
+/// shutdown.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|&stop| stop).await;
 }
 
 /// The cap on concurrent connections: one permit per open connection,
