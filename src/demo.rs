@@ -124,7 +124,7 @@ pub fn instructions(addr: SocketAddr, site: SocketAddr, program: &str) -> String
          \n\
          Crawler verification is off here: the demo contacts nothing but its sample site on\n\
          loopback. In front of a real site it is on by default and fetches the crawler\n\
-         operators' published IP ranges (README, \"Verified crawlers and AI policy\").\n\
+         operators' published IP ranges (docs/verification.md).\n\
          \n\
          Access log below. Ctrl-C stops the demo."
     )

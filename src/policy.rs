@@ -2,7 +2,7 @@
 //!
 //! [`decide`] takes the facts of a request (borrowed from it) and the
 //! loaded [`Policy`] and returns a [`Decision`]; it does no I/O and can be
-//! tested with tables. The order is the product (README, "What happens to a
+//! tested with tables. The order is the product (docs/how-it-works.md, "What happens to a
 //! request"):
 //!
 //! 1. classify the User-Agent (and, for a robot that claims a crawler

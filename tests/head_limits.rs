@@ -3,7 +3,7 @@
 //! which hyper serves with two different builders) and over HTTP/2 (h2c
 //! prior knowledge; the TLS port's HTTP/2 has the same settings). A head
 //! of exactly the limit is forwarded whole; one byte more is 431, closed,
-//! and never reaches the upstream. Heads are counted as README.md says:
+//! and never reaches the upstream. Heads are counted as docs/how-it-works.md says:
 //! the head as HTTP/1.1 carries it, `name: value` and CRLF per field.
 
 mod support;

@@ -899,7 +899,7 @@ fn a_static_export_becomes_a_sitemap() {
     );
 }
 
-/// The README's SQLite export, run as written (the database path aside)
+/// The SQLite export of docs/sitemaps.md, run as written (the database path aside)
 /// with the real `sqlite3`, is input `build` takes: TAB-separated, no
 /// header, NULL an empty field (no version in that language), a row
 /// without any version skipped. Needs `sqlite3` (`.ci/run` installs it).
@@ -909,13 +909,13 @@ fn the_readme_sqlite_export_feeds_a_build() {
     else {
         return;
     };
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sitemaps.md"))
+        .expect("docs/sitemaps.md");
     let lines: Vec<&str> = readme.lines().collect();
     let start = lines
         .iter()
         .position(|l| l.starts_with("sqlite3 "))
-        .expect("the README has an sqlite3 export");
+        .expect("docs/sitemaps.md has an sqlite3 export");
     let end = start
         + lines[start..]
             .iter()

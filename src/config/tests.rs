@@ -298,7 +298,7 @@ fn deploy_example() -> String {
     std::fs::read_to_string(&path).expect("deploy/crawlgate.toml exists")
 }
 
-/// Every key of the raw types (README has no key reference; it points to
+/// Every key of the raw types (docs/configuration.md and crawlgate.toml(5) are made from
 /// this file) is in the example, set or as a comment.
 #[test]
 fn the_deploy_example_is_valid_and_complete() {

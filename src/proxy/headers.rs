@@ -41,7 +41,7 @@ const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 /// `proxy.trusted_proxies` every copy is removed (their spellings with `_`
 /// too, since PHP reads `X_Real_IP` as `HTTP_X_REAL_IP` where the web server
 /// passes it); crawlgate then sets its own `X-Forwarded-For/-Proto/-Host/
-/// -Port` and `X-Real-IP`. The README's table lists them.
+/// -Port` and `X-Real-IP`. The table in docs/how-it-works.md lists them.
 pub static CLIENT_CLAIMS: [HeaderName; 23] = [
     X_FORWARDED_FOR,
     X_FORWARDED_PROTO,
