@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
 
+use support::metrics::exported;
 use yaml_rust2::{Yaml, YamlLoader};
 
 fn deploy(path: &str) -> String {
@@ -18,48 +19,6 @@ fn deploy(path: &str) -> String {
         .join("deploy")
         .join(path);
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
-}
-
-/// The series names crawlgate's exposition can hold, from its `# TYPE`
-/// lines (counters end in `_total`, histograms in `_bucket`, `_sum`,
-/// `_count`).
-fn exported() -> BTreeSet<String> {
-    use crawlgate::metrics::{Metrics, Protocol, RequestCounters};
-    // A family shows in the exposition once it has a series: one of each.
-    let metrics = Metrics::new();
-    let classifier = crawlgate::classify::Classifier::new(&crawlgate::rules::RuleLists::embedded())
-        .expect("rules");
-    RequestCounters::new(&metrics, &classifier).count(crawlgate::route::Route::Forward, None, 200);
-    metrics.upstream_error("connect", crawlgate::metrics::Side::Upstream);
-    let _open = metrics.connection(Protocol::http1);
-    metrics.tls_handshake("ok");
-    metrics.certificates([("example.com", 0)]);
-    metrics.reloaded(true);
-    metrics.log_line_dropped();
-    metrics.bot_cache().result("hit").inc();
-    // The verification counters exist per operator once a store is built.
-    let _ranges = crawlgate::verify::store::RangeStore::new(&metrics);
-    let list = crawlgate::metrics::ListLabels { list: "x.y".into() };
-    metrics.verify().age.get_or_create(&list).set(1);
-    let text = metrics.encode();
-    let mut names = BTreeSet::new();
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        if let (Some("#"), Some("TYPE"), Some(name), Some(kind)) =
-            (words.next(), words.next(), words.next(), words.next())
-        {
-            let suffixes: &[&str] = match kind {
-                "counter" => &["_total"],
-                "histogram" => &["_bucket", "_sum", "_count"],
-                _ => &[""],
-            };
-            for suffix in suffixes {
-                names.insert(format!("{name}{suffix}"));
-            }
-        }
-    }
-    assert!(names.len() > 10, "{text}");
-    names
 }
 
 fn check(expr: &str, exported: &BTreeSet<String>, source: &str) {

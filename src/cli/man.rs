@@ -10,7 +10,7 @@ use clap::CommandFactory;
 use super::{version, Cli, Failure, Outcome};
 
 /// The documented example config, every key with its default.
-const EXAMPLE: &str = include_str!("../../deploy/crawlgate.toml");
+pub(super) const EXAMPLE: &str = include_str!("../../deploy/crawlgate.toml");
 
 /// Writes the pages and prints their paths, one a line.
 pub fn run(out: &Path) -> Outcome {
@@ -115,7 +115,7 @@ fn add_pages(cmd: &clap::Command, parent: Option<&str>, pages: &mut Vec<(String,
 }
 
 /// A line of the example, as the page uses it.
-enum Line<'a> {
+pub(super) enum Line<'a> {
     /// Empty: ends a block.
     Blank,
     /// `[section]`, not commented out.
@@ -127,7 +127,7 @@ enum Line<'a> {
     Comment(&'a str),
 }
 
-fn classify(line: &str) -> Line<'_> {
+pub(super) fn classify(line: &str) -> Line<'_> {
     let trimmed = line.trim();
     if trimmed.is_empty() {
         return Line::Blank;

@@ -13,6 +13,7 @@ pub mod check_config;
 pub mod classify;
 pub mod demo;
 pub mod man;
+pub mod reference;
 pub mod run;
 pub mod sitemap;
 pub mod version;

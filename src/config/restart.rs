@@ -23,6 +23,9 @@ macro_rules! restart_settings {
         }
 
         impl Restart {
+            /// The keys of these settings: what a reload cannot change.
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+
             /// Every setting with its key, as an operator would write it: the
             /// one list [`super::Config::restart_needed`] compares.
             pub(super) fn entries(&self) -> Vec<(&'static str, String)> {

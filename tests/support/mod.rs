@@ -8,6 +8,7 @@ pub mod dns;
 pub mod download;
 pub mod here;
 pub mod lists;
+pub mod metrics;
 pub mod process;
 pub mod signing;
 pub mod site;
