@@ -191,6 +191,61 @@ fn the_kubernetes_manifests_agree_with_their_config() {
         Some("certs"),
         "tls.certs: the folder beside the config, where the Secret is mounted"
     );
+    // The rules folder (relative to the config) is the rules ConfigMap's,
+    // generated from a copy of the built-in rules that has not drifted.
+    assert_eq!(
+        raw["rules_dir"].as_str(),
+        Some("rules"),
+        "rules_dir: the folder beside the config, where the rules ConfigMap is mounted"
+    );
+    let rules_generator = list(&kustomization["configMapGenerator"], "configMapGenerator")
+        .iter()
+        .find(|g| g["name"].as_str() == Some("crawlgate-rules"))
+        .expect("a generator of the rules ConfigMap");
+    let listed: Vec<&str> = list(&rules_generator["files"], "files")
+        .iter()
+        .map(|f| text(f, "file"))
+        .collect();
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+            .filter(|n| n.ends_with(".txt") || n == "signals.conf")
+            .collect();
+        names.sort();
+        names
+    };
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let copies = names(&dir.join("rules"));
+    assert_eq!(
+        copies,
+        names(&built_in),
+        "deploy/kubernetes/rules/ holds every rule file"
+    );
+    assert_eq!(
+        listed,
+        copies
+            .iter()
+            .map(|n| format!("rules/{n}"))
+            .collect::<Vec<_>>(),
+        "kustomization.yaml lists every file of deploy/kubernetes/rules/"
+    );
+    for name in &copies {
+        assert!(
+            std::fs::read(dir.join("rules").join(name)).ok()
+                == std::fs::read(built_in.join(name)).ok(),
+            "deploy/kubernetes/rules/{name} differs from rules/{name}: \
+             cp rules/*.txt rules/signals.conf deploy/kubernetes/rules/"
+        );
+    }
+    let rules_volume = volumes
+        .iter()
+        .find(|v| v["configMap"]["name"].as_str() == Some("crawlgate-rules"))
+        .expect("a volume of the rules ConfigMap");
+    assert_eq!(
+        mount_of(text(&rules_volume["name"], "volume name")),
+        format!("{config_dir}/rules")
+    );
 
     // Ports: the listeners of the config, by name.
     let port = |name: &str| {
@@ -345,6 +400,27 @@ async fn the_kubernetes_config_serves_the_probes() {
     assert!(pod.contains(&admin.to_string()) && pod.contains(&upstream.url()));
     let config = dir.path().join("crawlgate.toml");
     std::fs::write(&config, &pod).expect("write");
+    // The rules ConfigMap, where kubelet mounts it.
+    let rules_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/rules");
+    let rules: Vec<(String, Vec<u8>)> = std::fs::read_dir(&rules_dir)
+        .expect("deploy/kubernetes/rules")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            let mut bytes = std::fs::read(&path).expect("read");
+            // A token of the operator's own, to tell these rules from the
+            // built-in ones.
+            if name == "monitor.txt" {
+                bytes.extend_from_slice(b"\nKubeRulesProbe\n");
+            }
+            (name, bytes)
+        })
+        .collect();
+    kubelet_volume(&dir.path().join("rules"), &rules);
     let check = |config: &Path| {
         std::process::Command::new(env!("CARGO_BIN_EXE_crawlgate"))
             .args(["check-config", config.to_str().expect("utf-8")])
@@ -383,6 +459,11 @@ async fn the_kubernetes_config_serves_the_probes() {
         1,
         "only the human's request went up"
     );
+    // The rules are the ConfigMap's: its own token makes a monitor.
+    let res = support::get(proxy, "example.com", "/page", Some("KubeRulesProbe/1.0")).await;
+    assert_eq!(res.status, 200);
+    let seen = upstream.last("/page").expect("forwarded");
+    assert_eq!(seen.header("x-crawler-class"), Some("monitor"));
     running.signal("TERM");
     assert!(running
         .wait_exit(std::time::Duration::from_secs(15))
@@ -391,16 +472,13 @@ async fn the_kubernetes_config_serves_the_probes() {
     // TLS on, with the certificates where kubelet puts a Secret's keys.
     let ca = support::tls::Ca::new();
     let leaf = ca.leaf(&["example.com"]);
-    let data = dir.path().join("certs/..2026_12_03_00_00_00.000000001");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::write(data.join("tls.crt"), &leaf.chain_pem).expect("write");
-    std::fs::write(data.join("tls.key"), &leaf.key_pem).expect("write");
-    let certs = dir.path().join("certs");
-    std::os::unix::fs::symlink("..2026_12_03_00_00_00.000000001", certs.join("..data"))
-        .expect("link");
-    for file in ["tls.crt", "tls.key"] {
-        std::os::unix::fs::symlink(format!("..data/{file}"), certs.join(file)).expect("link");
-    }
+    kubelet_volume(
+        &dir.path().join("certs"),
+        &[
+            ("tls.crt".to_owned(), leaf.chain_pem.clone().into_bytes()),
+            ("tls.key".to_owned(), leaf.key_pem.clone().into_bytes()),
+        ],
+    );
     let tls = support::process::free_addr();
     let with_tls = pod.replace(
         "# listen = \"0.0.0.0:8443\"",
@@ -420,6 +498,20 @@ async fn the_kubernetes_config_serves_the_probes() {
         said.contains("example.com"),
         "check-config names the certificate: {said}"
     );
+}
+
+/// Writes `files` into `volume` as kubelet mounts a ConfigMap or a Secret:
+/// the files in a timestamped folder, `..data` a link to it, and each
+/// name a link through `..data`.
+fn kubelet_volume(volume: &Path, files: &[(String, Vec<u8>)]) {
+    let stamp = "..2026_12_03_00_00_00.000000001";
+    let data = volume.join(stamp);
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::os::unix::fs::symlink(stamp, volume.join("..data")).expect("link");
+    for (name, bytes) in files {
+        std::fs::write(data.join(name), bytes).expect("write");
+        std::os::unix::fs::symlink(format!("..data/{name}"), volume.join(name)).expect("link");
+    }
 }
 
 /// The systemd unit is accepted by the `systemd-analyze verify` of the
