@@ -15,6 +15,12 @@ fn main() -> ExitCode {
         Some(Command::Demo { listen }) => cli::demo::run(listen, shutdown_signal()),
         Some(Command::Classify { explain, rules }) => cli::classify::run(explain, rules.as_deref()),
         Some(Command::CheckConfig { file }) => cli::check_config::run(&file),
+        Some(Command::Health {
+            config,
+            addr,
+            path,
+            timeout,
+        }) => cli::health::run(config.as_deref(), addr.as_deref(), &path, timeout),
         Some(Command::Sitemap(command)) => cli::sitemap::run(command),
         Some(Command::Man { out }) => cli::man::run(&out),
     };

@@ -42,6 +42,7 @@ fn help_documents_every_flag_and_subcommand() {
         "demo",
         "classify",
         "check-config",
+        "health",
         "sitemap",
     ] {
         assert!(

@@ -12,6 +12,7 @@ use crate::config::Overrides;
 pub mod check_config;
 pub mod classify;
 pub mod demo;
+pub mod health;
 pub mod man;
 pub mod reference;
 pub mod run;
@@ -170,6 +171,21 @@ pub enum Command {
     CheckConfig {
         /// The TOML file
         file: PathBuf,
+    },
+    /// Ask the admin listener for /healthz (a container's HEALTHCHECK): exit 0 on 200, 1 otherwise
+    Health {
+        /// Config file whose `admin.listen` to ask (0.0.0.0 and [::] are asked on loopback)
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The admin listener's address, instead of the config file's
+        #[arg(long, value_name = "HOST:PORT")]
+        addr: Option<String>,
+        /// The path to ask for
+        #[arg(long, value_name = "PATH", default_value = "/healthz")]
+        path: String,
+        /// How long the whole exchange may take
+        #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
     },
     /// Build sitemaps from the site's data, index them, or convert a static export
     #[command(subcommand)]
