@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
 
-use super::{version, Cli, Failure, Outcome};
+use super::{Cli, Failure, Outcome};
 
 /// The documented example config, every key with its default.
 pub(super) const EXAMPLE: &str = include_str!("../../deploy/crawlgate.toml");
@@ -58,11 +58,14 @@ fn put(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Each visible command's page name (`crawlgate-sitemap-build`) and roff,
-/// parents first.
+/// parents first. The pages depend on the source alone (no build date, no
+/// commit): the package ships them as committed under deploy/man/.
 pub fn command_pages() -> Vec<(String, String)> {
     let mut root = Cli::command()
         .disable_help_subcommand(true)
-        // The short line; the long one's build details are not the page's.
+        // The crate's version alone: the commit and date of `-V` and the
+        // build details of `--version` are not the page's.
+        .version(env!("CARGO_PKG_VERSION"))
         .long_version(None::<&'static str>);
     root.build();
     let mut pages = Vec::new();
@@ -78,7 +81,6 @@ fn add_pages(cmd: &clap::Command, parent: Option<&str>, pages: &mut Vec<(String,
     let mut roff = Vec::new();
     clap_mangen::Man::new(cmd.clone())
         .title(name.to_uppercase())
-        .date(version::BUILD_DATE)
         .source(format!("crawlgate {}", env!("CARGO_PKG_VERSION")))
         .manual("crawlgate")
         .render(&mut roff)
@@ -164,9 +166,9 @@ pub fn config_page(example: &str) -> String {
         settings: Vec::new(),
         keys_opened: false,
     };
+    // No date, as on the command pages: the page is the same whenever built.
     page.roff.push_str(&format!(
-        ".TH CRAWLGATE.TOML 5 \"{}\" \"crawlgate {}\" \"crawlgate\"\n",
-        version::BUILD_DATE,
+        ".TH CRAWLGATE.TOML 5 \"\" \"crawlgate {}\" \"crawlgate\"\n",
         env!("CARGO_PKG_VERSION")
     ));
     // Keys and paths are not to be hyphenated or spread out.
