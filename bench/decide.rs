@@ -84,6 +84,7 @@ fn bench_decide(c: &mut Criterion) {
         spoofed: crawlgate::config::Spoofed::Log,
         ai: None,
         sitemaps: false,
+        live_classes: Default::default(),
     };
     // (host, path, query, UA index): page views, an action, a redirect, robots.
     let requests: &[(&str, &str, Option<&str>, usize)] = &[

@@ -8,7 +8,11 @@
 //! freshness matters more for them).
 //!
 //! * **Requests** that may use it ([`BotCache::probe`]): a robot's `GET`
-//!   or `HEAD` without `Cookie`, `Authorization`, `Range` or a body.
+//!   or `HEAD` without `Cookie`, `Authorization`, `Range` or a body, of a
+//!   class that need not see the live site: `live_classes` (by default
+//!   `monitor` and `service`, [`crate::policy::LiveClasses`]) are never
+//!   looked up, never answered from it, never fill it, and count as
+//!   `bypass`.
 //! * **Responses** that are kept ([`storable`], [`Lifetime::of`]):
 //!   `200`, `301`, `404`, `410` to such a `GET`, without `Set-Cookie`, not
 //!   marked `private`, `no-store` or `no-cache`, with no `Vary` other than

@@ -128,6 +128,9 @@ fn setup_error(err: SetupError, path: Option<&Path>, overrides: &Overrides) -> L
     };
     match err {
         SetupError::Shed(class) => in_file(path, "shed.order", class.to_string()),
+        SetupError::LiveClasses(class) => {
+            in_file(path, "bot_cache.live_classes", class.to_string())
+        }
         SetupError::VerifyRanges(why) => in_file(path, "verify.ranges", why),
         SetupError::SitemapDir(dir) => {
             let why = format!(

@@ -17,10 +17,12 @@
 //!    `GET|HEAD /sitemaps/<name>` when there is a sitemap folder;
 //! 5. a robot's request that the robots cache holds fresh is answered from
 //!    it ([`crate::cache`]; the lookup is handed in as a [`CacheProbe`],
-//!    asked only here, only for robots);
+//!    asked only here, only for robots, and never for a class that must
+//!    see the live site, [`LiveClasses`]);
 //! 6. a robot whose class is shed under the current [`Pressure`] is
 //!    answered 503 (or 429) with `Retry-After` ([`crate::shed`]), or from a
-//!    stale cache entry when there is one; humans never are, and a spoofed
+//!    stale cache entry when there is one (a class that must see the live
+//!    site never gets one); humans never are, and a spoofed
 //!    claim is shed as the unknown robot it is;
 //! 7. everything else is forwarded.
 
@@ -29,9 +31,9 @@ use std::sync::Arc;
 use http::{Method, StatusCode};
 
 use crate::classify::{ClassId, Classifier, UaClass, Verdict};
-use crate::config::{AiConfig, AiKind, RedirectConfig, Spoofed};
+use crate::config::{AiConfig, AiKind, BotCacheConfig, RedirectConfig, Spoofed};
 use crate::route::Route;
-use crate::shed::{Pressure, Shed, ShedPolicy};
+use crate::shed::{Pressure, Shed, ShedPolicy, UnknownClass};
 use crate::sitemap::SERVED_PATH;
 use crate::verify::Identity;
 use crate::{canonical, query};
@@ -55,6 +57,56 @@ pub struct Policy {
     pub ai: Option<AiConfig>,
     /// Whether `/sitemaps/` is served from a sitemap folder.
     pub sitemaps: bool,
+    /// The robot classes the robots cache neither answers nor fills.
+    pub live_classes: LiveClasses,
+}
+
+/// The robot classes that must see the live site (`[bot_cache]
+/// live_classes`: uptime monitors, server-to-server callbacks): the robots
+/// cache never answers them, fresh, stale or `304`, and their answers
+/// never fill it. A per-class table, indexed by [`ClassId`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LiveClasses(Vec<bool>);
+
+impl LiveClasses {
+    /// Compiles `live_classes` (as written, or `None` for the default)
+    /// against `classifier`'s classes. A name written that is not a robot
+    /// class of the rules is an error; a default name the rules do not
+    /// have (a rules folder of its own) is left out.
+    pub fn new(
+        live_classes: Option<&[Box<str>]>,
+        classifier: &Classifier,
+    ) -> Result<Self, UnknownClass> {
+        let classes = classifier.classes();
+        let robot = |id: &ClassId| *id != ClassId::HUMAN;
+        let mut live = vec![false; classes.len()];
+        let written = live_classes.is_some();
+        let names: Vec<&str> = match live_classes {
+            Some(names) => names.iter().map(|n| &**n).collect(),
+            None => BotCacheConfig::DEFAULT_LIVE_CLASSES.to_vec(),
+        };
+        for name in names {
+            match classes.find(name).filter(robot) {
+                Some(id) => live[id.index()] = true,
+                None if written => {
+                    let known: Vec<&str> = classes
+                        .ids()
+                        .filter(robot)
+                        .map(|id| classes.name(id))
+                        .collect();
+                    return Err(UnknownClass(name.to_string(), known.join(", ")));
+                }
+                None => {}
+            }
+        }
+        Ok(Self(live))
+    }
+
+    /// Whether requests of `class` must see the live site (an index, on
+    /// the request path).
+    pub fn contains(&self, class: ClassId) -> bool {
+        self.0.get(class.index()).copied().unwrap_or(false)
+    }
 }
 
 /// The facts of one request that the decision depends on, borrowed.
@@ -231,7 +283,13 @@ pub fn decide_classified(
     }
 
     if verdict.class == UaClass::Bot {
-        let cached = facts.cache.map_or(Cached::None, |probe| (probe.0)());
+        // A class that must see the live site is not looked up: the cache
+        // neither answers it (fresh or stale) nor, without a probe, fills
+        // from it.
+        let cached = match facts.cache {
+            Some(probe) if !policy.live_classes.contains(class) => (probe.0)(),
+            _ => Cached::None,
+        };
         if cached == Cached::Fresh {
             return Decision::FromCache { stale: false };
         }
@@ -267,6 +325,7 @@ pub(crate) fn test_policy() -> Policy {
         spoofed: Spoofed::Log,
         ai: None,
         sitemaps: false,
+        live_classes: LiveClasses::default(),
     }
 }
 

@@ -183,7 +183,14 @@ where
     let class = shared.policy.classifier.class_of(&verdict, spoofed);
     let bot_cache = shared.caches.bot.as_deref();
     let (decision, found) = {
-        let found = std::cell::Cell::new(Probe::NotAsked);
+        // A class that must see the live site (monitors, callbacks) is never
+        // looked up (the decision does not ask): it passes the cache as a
+        // bypass, answered by the site, its answer not kept, its failure
+        // not hidden by a stale copy.
+        let found = std::cell::Cell::new(match bot_cache {
+            Some(_) if shared.policy.live_classes.contains(class) => Probe::Bypass,
+            _ => Probe::NotAsked,
+        });
         let lookup = || match bot_cache {
             Some(cache) => {
                 let probe = cache.probe(

@@ -534,3 +534,116 @@ async fn a_body_read_whole_that_fails_is_a_502_or_504() {
     assert_eq!(res.text(), "hello");
     assert_eq!(res.header("age"), Some("61"));
 }
+
+/// An uptime monitor, a robot that must see the live site.
+const UPTIME_ROBOT: &str = "Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
+
+/// A monitor's (and a callback's) requests always reach the site: its
+/// second GET of a page a search robot has cached is forwarded, its own
+/// answers fill nothing, and each counts as a bypass; a search robot's
+/// second GET is answered from memory.
+#[tokio::test(start_paused = true)]
+async fn a_monitors_get_always_reaches_the_site() {
+    let site = Site::start().await;
+    let proxy = here(&site, CONFIG).await;
+    let addr = proxy.addr;
+
+    // The monitor first: its answer is not kept for anyone.
+    for _ in 0..2 {
+        let res = get(addr, "example.com", "/status", Some(UPTIME_ROBOT)).await;
+        assert_eq!(res.status, 200);
+        assert_eq!(res.header("age"), None, "from the site: {}", res.head);
+    }
+    assert_eq!(site.seen("/status", UPTIME_ROBOT), 2);
+    let first = get(addr, "example.com", "/status", Some(GOOGLEBOT)).await;
+    assert_eq!(first.header("age"), None, "not filled by the monitor");
+    assert_eq!(site.seen("/status", GOOGLEBOT), 1);
+
+    // Cached now: the search robot is answered from memory, the monitor
+    // and a payment callback are not (nor with a matching validator).
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let second = get(addr, "example.com", "/status", Some(GOOGLEBOT)).await;
+    assert_eq!(second.header("age"), Some("1"), "{}", second.head);
+    assert_eq!(site.seen("/status", GOOGLEBOT), 1);
+    let monitor = get(addr, "example.com", "/status", Some(UPTIME_ROBOT)).await;
+    assert_eq!(monitor.header("age"), None, "{}", monitor.head);
+    assert_eq!(site.seen("/status", UPTIME_ROBOT), 3);
+    let callback = get(addr, "example.com", "/status", Some("Shopify-Captain-Hook")).await;
+    assert_eq!(callback.header("age"), None, "{}", callback.head);
+    assert_eq!(site.seen("/status", "Shopify-Captain-Hook"), 1);
+    let etag = second.header("etag").expect("an ETag").to_owned();
+    let revalidate = request(
+        addr,
+        "GET",
+        "example.com",
+        "/status",
+        Some(UPTIME_ROBOT),
+        &format!("If-None-Match: {etag}\r\n"),
+    )
+    .await;
+    assert_eq!(revalidate.header("age"), None, "{}", revalidate.head);
+    assert_eq!(site.seen("/status", UPTIME_ROBOT), 4);
+
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "hit"), 1.0);
+    assert_eq!(cache_metric(&metrics, "miss"), 1.0);
+    assert_eq!(cache_metric(&metrics, "bypass"), 5.0);
+    proxy.stop().await;
+}
+
+/// While the site fails, a search robot gets the stale copy, but the
+/// monitor gets the site's error: a monitor must see the outage.
+#[tokio::test(start_paused = true)]
+async fn a_monitor_sees_the_outage_a_stale_copy_hides_from_robots() {
+    let site = Site::start().await;
+    let proxy = here(&site, "[bot_cache]\nttl = \"1s\"\n").await;
+    let addr = proxy.addr;
+    get(addr, "example.com", "/status", Some(GOOGLEBOT)).await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    for (mode, error) in [(FAILING, 503), (DEAD, 502)] {
+        site.set(mode);
+        let robot = get(addr, "example.com", "/status", Some(GOOGLEBOT)).await;
+        assert_eq!(robot.status, 200, "{}", robot.head);
+        assert!(robot.header("age").is_some());
+        let monitor = get(addr, "example.com", "/status", Some(UPTIME_ROBOT)).await;
+        assert_eq!(monitor.status, error, "{}", monitor.head);
+    }
+    let metrics = scrape(proxy.admin_addr.expect("admin")).await;
+    assert_eq!(cache_metric(&metrics, "stale"), 2.0);
+    proxy.stop().await;
+}
+
+/// `live_classes` names classes of the loaded rules: a name they do not
+/// have is refused at start (and so at a reload, which loads the same
+/// way), with the file, the line and the key; an empty list lets every
+/// robot use the cache.
+#[tokio::test(start_paused = true)]
+async fn live_classes_must_be_classes_of_the_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crawlgate.toml");
+    std::fs::write(
+        &path,
+        "[bot_cache]\nttl = \"10m\"\nlive_classes = [\"monitor\", \"monitors\"]\n",
+    )
+    .expect("write");
+    let process = std::sync::Arc::new(crawlgate::state::Process::new());
+    let err = match crawlgate::live::load(Some(&path), &Overrides::default(), &process, true) {
+        Ok(_) => panic!("a class the rules do not have is refused"),
+        Err(err) => err.to_string(),
+    };
+    assert!(
+        err.contains("crawlgate.toml:3: bot_cache.live_classes: \"monitors\" is not a robot class"),
+        "{err}"
+    );
+    // The same for a reload.
+    assert!(crawlgate::live::load(Some(&path), &Overrides::default(), &process, false).is_err());
+
+    let site = Site::start().await;
+    let proxy = here(&site, "[bot_cache]\nttl = \"10m\"\nlive_classes = []\n").await;
+    let addr = proxy.addr;
+    get(addr, "example.com", "/status", Some(UPTIME_ROBOT)).await;
+    let again = get(addr, "example.com", "/status", Some(UPTIME_ROBOT)).await;
+    assert!(again.header("age").is_some(), "{}", again.head);
+    assert_eq!(site.seen("/status", UPTIME_ROBOT), 1);
+    proxy.stop().await;
+}

@@ -7,6 +7,7 @@ fn config() -> BotCacheConfig {
         size: 1 << 20,
         max_item: 16 * 1024,
         max_stale: Duration::from_secs(86_400),
+        live_classes: None,
     }
 }
 

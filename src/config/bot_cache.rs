@@ -1,4 +1,5 @@
-//! `[bot_cache]`: the robots-only cache's size and lifetimes.
+//! `[bot_cache]`: the robots-only cache's size and lifetimes, and the
+//! robot classes that never use it.
 
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ pub struct RawBotCache {
     pub max_item: Option<String>,
     /// How long past `ttl` an entry may stand in for an error.
     pub max_stale: Option<String>,
+    /// Robot classes that always see the live site: never answered from
+    /// the cache, never filling it.
+    pub live_classes: Option<Vec<String>>,
 }
 
 /// `[bot_cache]`, validated.
@@ -34,6 +38,26 @@ pub struct BotCacheConfig {
     /// How long past its freshness an entry may still stand in for an
     /// error.
     pub max_stale: Duration,
+    /// Robot classes that never read the cache nor fill it, as written
+    /// (the rules load checks them against its class table); `None`: the
+    /// default, [`BotCacheConfig::DEFAULT_LIVE_CLASSES`], those of them the
+    /// rules have.
+    pub live_classes: Option<Vec<Box<str>>>,
+}
+
+impl BotCacheConfig {
+    /// The default `live_classes`: uptime monitors, which must see an
+    /// outage as it is, and server-to-server callbacks (webhooks, payment
+    /// notices), which must reach the site. (The classes `[shed] order`
+    /// leaves out by default.)
+    pub const DEFAULT_LIVE_CLASSES: [&'static str; 2] = ["monitor", "service"];
+
+    /// Whether a cache of `self` holds what one of `other` would: the
+    /// same size and lifetimes (`live_classes` only says who may use it).
+    pub fn same_store(&self, other: &Self) -> bool {
+        (self.ttl, self.size, self.max_item, self.max_stale)
+            == (other.ttl, other.size, other.max_item, other.max_stale)
+    }
 }
 
 /// `size` must be at least this many times `max_item`.
@@ -47,6 +71,7 @@ pub(super) fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig
         size,
         max_item,
         max_stale,
+        live_classes,
     } = raw;
     let ttl_set = ttl.is_some();
     let size = byte_size("bot_cache.size", size, "64MiB")?;
@@ -59,6 +84,22 @@ pub(super) fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig
             None => (1 << 20).min(size / SIZE_PER_ITEM).max(1),
         },
         max_stale: duration("bot_cache.max_stale", max_stale, "1d")?,
+        live_classes: match live_classes {
+            None => None,
+            Some(names) => {
+                let mut seen: Vec<&str> = Vec::new();
+                for class in &names {
+                    if class.is_empty() || seen.contains(&class.as_str()) {
+                        return Err(invalid(
+                            "bot_cache.live_classes",
+                            format!("{class:?} is empty or named twice"),
+                        ));
+                    }
+                    seen.push(class);
+                }
+                Some(names.into_iter().map(String::into_boxed_str).collect())
+            }
+        },
     };
     if config.size < 1024 * 1024 || config.size > 1 << 40 {
         return Err(invalid(
@@ -103,11 +144,22 @@ mod tests {
         assert_eq!(on.size, 64 * 1024 * 1024);
         assert_eq!(on.max_item, 1024 * 1024);
         assert_eq!(on.max_stale, Duration::from_secs(86_400));
+        assert_eq!(on.live_classes, None);
         let custom = load("[bot_cache]\nttl = \"30s\"\nsize = \"512 MiB\"\nmax_item = \"4MiB\"\nmax_stale = \"2h\"")
             .expect("valid")
             .bot_cache
             .expect("on");
         assert_eq!((custom.size, custom.max_item), (512 << 20, 4 << 20));
+        let none = load("[bot_cache]\nttl = \"1m\"\nlive_classes = []")
+            .expect("valid")
+            .bot_cache
+            .expect("on");
+        assert_eq!(none.live_classes, Some(Vec::new()));
+        let one = load("[bot_cache]\nttl = \"10m\"\nlive_classes = [\"monitor\"]")
+            .expect("valid")
+            .bot_cache
+            .expect("on");
+        assert!(one.same_store(&on) && one != on);
         assert!(load("[bot_cache]\nttl = \"10m\"\nenabled = false")
             .expect("valid")
             .bot_cache
@@ -129,6 +181,18 @@ mod tests {
             (
                 "ttl = \"1m\"\nsize = \"8MiB\"\nmax_item = \"1MiB\"",
                 "bot_cache.max_item: 1048576 bytes is over 262144 bytes, 1/32 of bot_cache.size (8388608 bytes)",
+            ),
+            (
+                "ttl = \"1m\"\nlive_classes = [\"monitor\", \"monitor\"]",
+                "bot_cache.live_classes: \"monitor\" is empty or named twice",
+            ),
+            (
+                "ttl = \"1m\"\nlive_classes = [\"\"]",
+                "bot_cache.live_classes: \"\" is empty or named twice",
+            ),
+            (
+                "ttl = \"1m\"\nlive_classes = \"monitor\"",
+                "bot_cache.live_classes: invalid type",
             ),
             (
                 "ttl = \"1m\"\ncapacity = 1",

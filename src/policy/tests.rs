@@ -441,6 +441,83 @@ fn the_cache_answers_robots_only_and_stale_copies_replace_shed_answers() {
     }
 }
 
+/// A class that must see the live site (`[bot_cache] live_classes`, by
+/// default monitor and service) is never looked up: the cache answers it
+/// neither fresh nor stale, even while robots are shed; a search robot
+/// still is. A written list replaces the default; a name that is not a
+/// robot class of the rules is refused; a default name the rules lack is
+/// left out.
+#[test]
+fn classes_that_must_see_the_live_site_never_read_the_cache() {
+    const MONITOR: &[u8] =
+        b"Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
+    const WEBHOOK: &[u8] = b"Shopify-Captain-Hook";
+    let mut policy = shedding_policy();
+    policy.live_classes = LiveClasses::new(None, &policy.classifier).expect("default");
+    let classifier = &policy.classifier;
+    let class = |ua: &[u8]| classifier.class_of(&classifier.classify(Some(ua)), false);
+    assert_eq!(classifier.class_name(class(MONITOR)), "monitor");
+    assert_eq!(classifier.class_name(class(WEBHOOK)), "service");
+    assert!(policy.live_classes.contains(class(MONITOR)));
+    assert!(policy.live_classes.contains(class(WEBHOOK)));
+    assert!(!policy.live_classes.contains(class(BOT)));
+    assert!(!policy.live_classes.contains(ClassId::HUMAN));
+
+    let asked = std::cell::Cell::new(0);
+    let every_tier = Pressure {
+        level: u8::MAX,
+        search_pass: Some(false),
+    };
+    for (ua, cached, pressure, want, probes) in [
+        (MONITOR, Cached::Fresh, Pressure::default(), "forward", 0),
+        (MONITOR, Cached::Stale, every_tier, "forward", 0),
+        (WEBHOOK, Cached::Fresh, Pressure::default(), "forward", 0),
+        (BOT, Cached::Fresh, Pressure::default(), "cache", 1),
+        (BOT, Cached::Stale, every_tier, "cache", 1),
+    ] {
+        asked.set(0);
+        let lookup = || {
+            asked.set(asked.get() + 1);
+            cached
+        };
+        let facts = Facts {
+            pressure,
+            cache: Some(CacheProbe(&lookup)),
+            ..get("/status", ua)
+        };
+        let (_, decision) = decide(&facts, &policy);
+        assert_eq!(
+            (decision.route().as_str(), asked.get()),
+            (want, probes),
+            "{cached:?} {}",
+            String::from_utf8_lossy(ua)
+        );
+    }
+
+    // Written: only what it names; empty: none.
+    let search: Vec<Box<str>> = vec!["search".into()];
+    let only_search = LiveClasses::new(Some(&search), classifier).expect("search");
+    assert!(only_search.contains(class(BOT)) && !only_search.contains(class(MONITOR)));
+    let none = LiveClasses::new(Some(&[]), classifier).expect("empty");
+    assert!(!none.contains(class(MONITOR)));
+    for name in ["monitr", "human"] {
+        let names: Vec<Box<str>> = vec![name.into()];
+        let err = LiveClasses::new(Some(&names), classifier).expect_err(name);
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{name:?} is not a robot class of these rules")),
+            "{err}"
+        );
+    }
+    // A rules folder without the default classes: none of them, no error.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("search.txt"), "Googlebot\nbingbot\n").expect("write");
+    let lists = crate::rules::RuleLists::from_dir(dir.path()).expect("rules");
+    let own = Classifier::new(&lists).expect("compile");
+    let default = LiveClasses::new(None, &own).expect("default names left out");
+    assert!(own.classes().ids().all(|id| !default.contains(id)));
+}
+
 /// A GET of `target` on `example.com` by `ua`, without pressure, cache
 /// or verification.
 fn get<'a>(target: &'a str, ua: &'a [u8]) -> Facts<'a> {

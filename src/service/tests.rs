@@ -326,3 +326,41 @@ async fn requests_over_the_limits_are_refused_before_any_decision() {
     let res = send(&w, "192.0.2.1", small).await;
     assert_eq!(res.status, StatusCode::BAD_GATEWAY);
 }
+
+/// An uptime monitor or a callback must see the live site: with the page
+/// cached, the monitor's request is forwarded (and fails here, as the
+/// site does) while another robot's is answered from memory.
+#[tokio::test]
+async fn a_monitor_is_never_answered_from_the_cache() {
+    const MONITOR: &str = "Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
+    let w = worker("[bot_cache]\nttl = \"60s\"\n");
+    let cache = w.snapshot.caches.bot.as_ref().expect("the robots cache");
+    let uri: http::Uri = "/status".parse().expect("uri");
+    let probe = cache.probe(
+        &Method::GET,
+        "http",
+        Some("example.com"),
+        &uri,
+        &http::HeaderMap::new(),
+        Instant::now(),
+    );
+    let mut fill = cache
+        .fill(probe, &Method::GET, StatusCode::OK, &http::HeaderMap::new())
+        .expect("storable");
+    assert!(fill.push(b"all good"));
+    fill.finish();
+
+    let monitor = send(&w, "192.0.2.1", get("/status", MONITOR, &[])).await;
+    assert_eq!(monitor.status, StatusCode::BAD_GATEWAY, "forwarded");
+    assert_eq!(upstream_errors(&w), 1.0);
+    assert_eq!(counted(&w, &["bot_cache_requests", r#"result="hit""#]), 0.0);
+    assert_eq!(
+        counted(&w, &["bot_cache_requests", r#"result="stale""#]),
+        0.0
+    );
+
+    let robot = send(&w, "192.0.2.1", get("/status", CURL, &[])).await;
+    assert_eq!(&robot.body[..], b"all good");
+    assert_eq!(counted(&w, &["bot_cache_requests", r#"result="hit""#]), 1.0);
+    assert_eq!(upstream_errors(&w), 1.0);
+}

@@ -120,7 +120,7 @@ impl Process {
     pub fn caches_for(&self, config: &Config) -> Caches {
         let kept = self.kept();
         let bot = config.bot_cache.as_ref().map(|wanted| match &kept.bot {
-            Some(cache) if cache.config() == wanted => Arc::clone(cache),
+            Some(cache) if cache.config().same_store(wanted) => Arc::clone(cache),
             _ => Arc::new(BotCache::new(wanted.clone(), &self.metrics)),
         });
         let verify = config.verify.as_ref();

@@ -9,7 +9,7 @@ use http::header::HeaderValue;
 use crate::classify::{ClassId, Classifier};
 use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig, UNKNOWN_CLASS};
 use crate::metrics::RequestCounters;
-use crate::policy::Policy;
+use crate::policy::{LiveClasses, Policy};
 use crate::proxy::{Upstream, UpstreamTlsError};
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
@@ -144,6 +144,9 @@ pub enum SetupError {
     /// `[shed] order` names a class the rules do not have.
     #[error("shed.order: {0}")]
     Shed(#[from] UnknownClass),
+    /// `[bot_cache] live_classes` names a class the rules do not have.
+    #[error("bot_cache.live_classes: {0}")]
+    LiveClasses(UnknownClass),
     /// The crawler operators' file is unusable.
     #[error(transparent)]
     Operators(#[from] OperatorsError),
@@ -174,6 +177,13 @@ impl Snapshot {
         let shed = match &config.shed {
             Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
             None => None,
+        };
+        // Checked only while the cache is on, as `[shed] order` is only
+        // while shedding is.
+        let live_classes = match &config.bot_cache {
+            Some(cache) => LiveClasses::new(cache.live_classes.as_deref(), &classifier)
+                .map_err(SetupError::LiveClasses)?,
+            None => LiveClasses::default(),
         };
         let operators = Arc::new(match &config.rules_dir {
             Some(dir) => Operators::from_dir(dir)?,
@@ -211,6 +221,7 @@ impl Snapshot {
                 spoofed: config.verify.as_ref().map_or(Spoofed::Log, |v| v.spoofed),
                 ai: config.ai,
                 sitemaps: sitemaps.is_some(),
+                live_classes,
             }),
             sitemaps,
             robots: Arc::new(robots),
