@@ -68,8 +68,12 @@ fn metric_names(text: &str) -> BTreeSet<String> {
             .unwrap_or(tail.len());
         let before = rest[..at].chars().next_back();
         // `crawlgate::verify` and words that merely end in it are not names.
-        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
-            names.insert(tail[..end].trim_end_matches('_').to_owned());
+        // `crawlgate_<version>.deb`, `crawlgate_*.deb`: a file, not a name.
+        let name = tail[..end].trim_end_matches('_');
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+            && name.len() > "crawlgate_".len()
+        {
+            names.insert(name.to_owned());
         }
         rest = &tail[end..];
     }
