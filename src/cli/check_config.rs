@@ -30,11 +30,12 @@ pub fn run(file: &Path) -> Outcome {
                 })
                 .unwrap_or_default();
             println!(
-                "{}: ok (listen {}{tls}, upstream {}://{})",
+                "{}: ok (listen {}{tls}, upstream {}://{}, mode {})",
                 file.display(),
                 config.restart.listen,
                 config.upstream.scheme,
-                config.upstream.authority
+                config.upstream.authority,
+                config.mode.as_str(),
             );
             for (warning, line) in loaded
                 .certs

@@ -12,6 +12,7 @@ mod bot_cache;
 mod keys;
 mod limits;
 mod log;
+mod mode;
 mod proxy;
 mod redirect;
 mod restart;
@@ -33,6 +34,7 @@ use ai::ai_config;
 use bot_cache::bot_cache_config;
 use limits::limits_config;
 use log::log_config;
+use mode::{mode_config, mode_flag};
 use proxy::proxy_config;
 use redirect::{blocked_params, redirect_config};
 use robots::robots_config;
@@ -46,6 +48,7 @@ pub use bot_cache::{BotCacheConfig, RawBotCache, SIZE_PER_ITEM};
 pub use keys::keys;
 pub use limits::{Limits, RawLimits};
 pub use log::{LogFormat, RawLog};
+pub use mode::Mode;
 pub use proxy::{parse_upstream, ProxyConfig, RawProxy, UpstreamAddr};
 pub use redirect::{HttpsRedirect, RawBlock, RawRedirect, RedirectConfig, WwwMode};
 pub use restart::Restart;
@@ -155,6 +158,8 @@ pub struct RawConfig {
     pub sitemap_cache_control: Option<String>,
     /// Folder replacing the embedded rules.
     pub rules_dir: Option<PathBuf>,
+    /// `enforce` or `observe`.
+    pub mode: Option<String>,
     /// `[proxy]`
     #[serde(default)]
     pub proxy: RawProxy,
@@ -220,6 +225,9 @@ pub struct Overrides {
     /// Address for /metrics, /healthz and /readyz, e.g. 127.0.0.1:9090 [default: none]
     #[arg(long, value_name = "ADDR", value_parser = socket_addr, display_order = 8)]
     pub admin_listen: Option<String>,
+    /// enforce: carry decisions out; observe: log them and forward every request as it came [default: enforce]
+    #[arg(long, value_name = "MODE", value_parser = mode_flag, display_order = 9)]
+    pub mode: Option<String>,
     /// `proxy.workers` (tests and the demo pick their own count).
     #[arg(skip)]
     pub workers: Option<usize>,
@@ -245,10 +253,12 @@ impl Overrides {
             tls_listen,
             certs_dir,
             admin_listen,
+            mode,
             workers,
             default_state_dir,
             verify,
         } = self;
+        over(&mut raw.mode, mode);
         over(&mut raw.listen, listen);
         over(&mut raw.upstream, upstream);
         over(&mut raw.sitemap_dir, sitemap_dir);
@@ -290,6 +300,8 @@ fn upstream_url(value: &str) -> Result<String, String> {
 /// A validated configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Whether decisions are carried out or only recorded.
+    pub mode: Mode,
     /// What the process binds at start (a reload reports changes to it).
     pub restart: Restart,
     /// The origin.
@@ -365,6 +377,7 @@ impl Config {
             sitemap_dir,
             sitemap_cache_control,
             rules_dir,
+            mode,
             proxy,
             block,
             redirect,
@@ -416,6 +429,7 @@ impl Config {
                 })?,
         };
         Ok(Config {
+            mode: mode_config(mode)?,
             restart,
             upstream,
             sitemap_dir,

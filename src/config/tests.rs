@@ -320,3 +320,36 @@ fn a_key_left_out_of_the_example_is_named() {
         assert_eq!(undocumented(&text.replacen(line, "", 1)), [key]);
     }
 }
+
+/// `mode`: `enforce` by default, `observe` from the file or `--mode`
+/// (the flag wins), anything else refused with the key's line.
+#[test]
+fn the_mode_is_read_from_the_file_and_the_flag() {
+    let mode = |text: &str, flag: Option<&str>| {
+        let raw = RawConfig::parse(text).expect("parses");
+        let o = Overrides {
+            mode: flag.map(str::to_owned),
+            ..Overrides::default()
+        };
+        Config::from_raw(raw, &o).map(|c| c.mode)
+    };
+    assert_eq!(mode("", None).expect("valid"), Mode::Enforce);
+    assert_eq!(
+        mode("mode = \"observe\"", None).expect("valid"),
+        Mode::Observe
+    );
+    assert_eq!(
+        mode("mode = \"observe\"", Some("enforce")).expect("valid"),
+        Mode::Enforce
+    );
+    let err = mode("mode = \"watch\"", None).expect_err("invalid");
+    assert!(
+        err.to_string().contains("mode: \"watch\" is not one of"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c.toml");
+    std::fs::write(&path, "listen = \"127.0.0.1:1\"\nmode = \"watch\"\n").expect("write");
+    let err = Config::load(Some(&path), &Overrides::default()).expect_err("invalid");
+    assert!(err.to_string().contains("c.toml:2: mode: "), "{err}");
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::header::HeaderValue;
 
 use crate::classify::{ClassId, Classifier};
-use crate::config::{Config, Limits, LogFormat, Spoofed, VerifyConfig, UNKNOWN_CLASS};
+use crate::config::{Config, Limits, LogFormat, Mode, Spoofed, VerifyConfig, UNKNOWN_CLASS};
 use crate::metrics::RequestCounters;
 use crate::policy::{LiveClasses, Policy};
 use crate::proxy::{Upstream, UpstreamTlsError};
@@ -32,6 +32,9 @@ use super::process::{Caches, Process};
 /// listeners are bound.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// Whether decisions are carried out, or only recorded while every
+    /// request is forwarded (`mode`).
+    pub mode: Mode,
     /// The decision's inputs (shared by the workers' copies).
     pub policy: Arc<Policy>,
     /// The robots.txt responder (shared by the workers' copies).
@@ -213,6 +216,7 @@ impl Snapshot {
         }
         let class_values = Arc::new(ClassValues::new(&classifier));
         Ok(Self {
+            mode: config.mode,
             policy: Arc::new(Policy {
                 classifier: Arc::new(classifier),
                 blocked_params: config.blocked_params.clone(),
