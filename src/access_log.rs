@@ -335,8 +335,10 @@ fn write_rule(out: &mut Vec<u8>, classifier: &Classifier, verdict: Option<(UaCla
 /// `client - - [time] "request" status bytes "referer" "user-agent"`, the
 /// combined format byte for byte, then crawlgate's fields:
 /// ` class=… rule="…" decision=… upstream=S total=S` (`-` when absent),
-/// then ` error=… error_side=…` for a failed exchange and ` verified=…`
-/// for a robot that claims a crawler operator.
+/// then ` error=… error_side=…` for a failed exchange, ` verified=…`
+/// for a robot that claims a crawler operator, and ` enforced=0` for a
+/// decision observe mode did not carry out (nothing otherwise: an
+/// enforce-mode line is unchanged).
 fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()> {
     let o = &line.outcome;
     let Some(req) = &o.request else {
@@ -388,6 +390,9 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     if let Some(identity) = o.identity {
         write!(out, " verified={}", identity.as_str())?;
     }
+    if o.not_enforced {
+        out.extend_from_slice(b" enforced=0");
+    }
     out.push(b'\n');
     Ok(())
 }
@@ -411,6 +416,7 @@ struct JsonLine<'a> {
     class: &'a str,
     rule: Option<String>,
     decision: &'static str,
+    enforced: bool,
     upstream_seconds: Option<f64>,
     total_seconds: f64,
     error: Option<&'static str>,
@@ -449,6 +455,7 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
             .verdict
             .map(|(_, reason)| line.classifier.explained(reason).to_string()),
         decision: o.route.as_str(),
+        enforced: !o.not_enforced,
         upstream_seconds: o.upstream_time.map(|d| d.as_secs_f64()),
         total_seconds: o.total_time.as_secs_f64(),
         error: o.error.map(|(kind, _)| kind),
@@ -490,6 +497,7 @@ mod tests {
             verdict: None,
             class: None,
             route: Route::Forward,
+            not_enforced: false,
             status: Some(http::StatusCode::OK),
             bytes_in: 0,
             bytes_out: 0,
@@ -520,6 +528,62 @@ mod tests {
         let old = read(&rotated);
         assert_eq!(old.lines().count(), 1, "{old}");
         assert!(old.contains("GET /one "), "{old}");
+    }
+
+    /// A decision observe mode did not carry out: ` enforced=0` at the
+    /// end of a combined line (nothing on an enforced one), `"enforced"`
+    /// in every JSON line.
+    #[test]
+    fn a_decision_not_carried_out_says_so() {
+        use crate::outcome::RequestLine;
+        use crate::route::Route;
+
+        let classifier =
+            Arc::new(Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"));
+        let line = |not_enforced: bool, format: LogFormat| Line {
+            outcome: Outcome {
+                request: Some(Box::new(RequestLine {
+                    time: SystemTime::now(),
+                    client: std::net::Ipv4Addr::LOCALHOST.into(),
+                    method: http::Method::GET,
+                    uri: "/?do=edit".parse().expect("uri"),
+                    host: None,
+                    user_agent: None,
+                    referer: None,
+                })),
+                route: Route::Block,
+                not_enforced,
+                status: Some(http::StatusCode::OK),
+                ..Outcome::default()
+            },
+            format,
+            classifier: Arc::clone(&classifier),
+        };
+        let text = |line: Line| {
+            let mut out = Vec::new();
+            match line.format {
+                LogFormat::Combined => combined(&line, &mut Clock::default(), &mut out),
+                LogFormat::Json => json(&line, &mut out),
+            }
+            .expect("format");
+            String::from_utf8(out).expect("utf-8")
+        };
+        let observed = text(line(true, LogFormat::Combined));
+        assert!(
+            observed.ends_with(" decision=block upstream=- total=0.000 enforced=0\n"),
+            "{observed}"
+        );
+        let enforced = text(line(false, LogFormat::Combined));
+        assert!(
+            enforced.ends_with(" decision=block upstream=- total=0.000\n"),
+            "{enforced}"
+        );
+        for (not_enforced, expected) in [(true, false), (false, true)] {
+            let json: serde_json::Value =
+                serde_json::from_str(&text(line(not_enforced, LogFormat::Json))).expect("json");
+            assert_eq!(json["decision"], "block");
+            assert_eq!(json["enforced"], expected, "{json}");
+        }
     }
 
     #[test]

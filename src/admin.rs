@@ -8,6 +8,10 @@
 //!   bound and the upstream has answered in the last
 //!   [`UPSTREAM_FRESH`] (or a connection to it succeeds now); otherwise
 //!   503 with a one-line reason, and 503 as soon as a drain starts.
+//! * `GET /robots.txt?host=NAME`: the robots.txt crawlgate answers (in
+//!   enforce mode) for `NAME`, to compare with the site's own while in
+//!   observe mode; the `Sitemap:` line's scheme is `?scheme=http|https`,
+//!   else `https` when plain HTTP is redirected to HTTPS, else `http`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -90,11 +94,51 @@ async fn answer(live: &Live, req: &Request<Incoming>) -> Response<Full<Bytes>> {
                 format!("not ready: {reason}\n"),
             ),
         },
+        "/robots.txt" => match robots_txt(live, req.uri().query()) {
+            Ok(body) => {
+                let mut res = Response::new(Full::new(body));
+                res.headers_mut().insert(CONTENT_TYPE, TEXT);
+                res.headers_mut()
+                    .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                res
+            }
+            Err(why) => text(StatusCode::BAD_REQUEST, format!("{why}\n")),
+        },
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found (try /metrics, /healthz, /readyz)\n".to_owned(),
+            "not found (try /metrics, /healthz, /readyz, /robots.txt?host=NAME)\n".to_owned(),
         ),
     }
+}
+
+/// The body of the robots.txt the proxy answers for the host and scheme
+/// `query` names (`host=NAME[&scheme=http|https]`), or why not.
+fn robots_txt(live: &Live, query: Option<&str>) -> Result<Bytes, &'static str> {
+    let (mut host, mut scheme) = (None, None);
+    for pair in query.unwrap_or("").split('&') {
+        match pair.split_once('=') {
+            Some(("host", value)) => host = Some(value),
+            Some(("scheme", value)) => scheme = Some(value),
+            _ => {}
+        }
+    }
+    let host = host
+        .filter(|h| crate::config::is_hostname(h.as_bytes()))
+        .ok_or("robots.txt: ?host= must name a host, like ?host=example.com")?;
+    let scheme = match scheme {
+        Some(scheme @ ("http" | "https")) => scheme,
+        Some(_) => return Err("robots.txt: ?scheme= is http or https"),
+        None => {
+            let config = live.config();
+            let https = config.tls.is_some() && config.redirect.https.is_some();
+            if https {
+                "https"
+            } else {
+                "http"
+            }
+        }
+    };
+    Ok(live.current.load().robots.body(scheme, Some(host)))
 }
 
 /// Why the process should not get traffic, if it should not.

@@ -57,6 +57,7 @@ struct RequestLabels {
     decision: &'static str,
     class: Box<str>,
     code: &'static str,
+    enforced: &'static str,
 }
 
 /// A range list, by name (`google.common-crawlers`).
@@ -197,7 +198,7 @@ impl Metrics {
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "requests",
-            "Requests answered, by decision, User-Agent class and status class",
+            "Requests answered, by decision, User-Agent class, status class and whether the decision was carried out",
             requests.clone(),
         );
         let upstream_seconds = Histogram::new(UPSTREAM_BUCKETS);
@@ -474,7 +475,7 @@ pub struct RequestCounters {
     /// The class labels: the class table's names, indexed by [`ClassId`],
     /// then `none` (refused before classification).
     classes: Vec<Box<str>>,
-    /// [route][class][code].
+    /// [route][class][code][enforced].
     cells: Vec<OnceLock<Counter>>,
 }
 
@@ -490,7 +491,7 @@ impl RequestCounters {
             .map(|id| table.name(id).into())
             .chain([NONE_CLASS.into()])
             .collect();
-        let cells = (0..Route::ALL.len() * classes.len() * CODES.len())
+        let cells = (0..Route::ALL.len() * classes.len() * CODES.len() * 2)
             .map(|_| OnceLock::new())
             .collect();
         Self {
@@ -502,8 +503,9 @@ impl RequestCounters {
 
     /// Counts one answered request.
     /// `class` is the request's class after verification (`None` when
-    /// it was refused before classification).
-    pub fn count(&self, route: Route, class: Option<ClassId>, status: u16) {
+    /// it was refused before classification); `enforced` is false for a
+    /// decision observe mode did not carry out (label `enforced="false"`).
+    pub fn count(&self, route: Route, class: Option<ClassId>, status: u16, enforced: bool) {
         // `none` is the last label.
         let class = class.map_or(self.classes.len() - 1, ClassId::index);
         let code = match status {
@@ -512,7 +514,8 @@ impl RequestCounters {
         };
         // `Route::ALL` lists the variants in declaration order.
         let route_index = route as usize;
-        let index = (route_index * self.classes.len() + class) * CODES.len() + code;
+        let index = ((route_index * self.classes.len() + class) * CODES.len() + code) * 2
+            + usize::from(enforced);
         let Some(cell) = self.cells.get(index) else {
             return;
         };
@@ -521,6 +524,7 @@ impl RequestCounters {
                 decision: route.as_str(),
                 class: self.classes[class].clone(),
                 code: CODES[code],
+                enforced: if enforced { "true" } else { "false" },
             })
         })
         .inc();
@@ -546,11 +550,27 @@ mod tests {
         let counters = RequestCounters::new(&metrics, &classifier);
         let google = classifier.classify(Some(b"Mozilla/5.0 (compatible; Googlebot/2.1)"));
         for _ in 0..3 {
-            counters.count(Route::Block, Some(classifier.class_of(&google, false)), 403);
+            counters.count(
+                Route::Block,
+                Some(classifier.class_of(&google, false)),
+                403,
+                true,
+            );
         }
-        counters.count(Route::Reject, None, 400);
+        counters.count(Route::Reject, None, 400, true);
+        counters.count(
+            Route::Shed,
+            Some(classifier.class_of(&google, false)),
+            200,
+            false,
+        );
         let tool = classifier.classify(Some(b"SiteTool/2.1"));
-        counters.count(Route::Forward, Some(classifier.class_of(&tool, false)), 200);
+        counters.count(
+            Route::Forward,
+            Some(classifier.class_of(&tool, false)),
+            200,
+            true,
+        );
         let phone = classifier.classify(Some(
             b"Mozilla/5.0 (Linux; Android 6.0; B BOT 50 Build/MRA58K) AppleWebKit/537.36",
         ));
@@ -558,13 +578,15 @@ mod tests {
             Route::Forward,
             Some(classifier.class_of(&phone, false)),
             200,
+            true,
         );
         let text = metrics.encode();
         for line in [
-            r#"crawlgate_requests_total{decision="forward",class="unknown",code="2xx"} 1"#,
-            r#"crawlgate_requests_total{decision="forward",class="human",code="2xx"} 1"#,
-            r#"crawlgate_requests_total{decision="block",class="search",code="4xx"} 3"#,
-            r#"crawlgate_requests_total{decision="reject",class="none",code="4xx"} 1"#,
+            r#"crawlgate_requests_total{decision="forward",class="unknown",code="2xx",enforced="true"} 1"#,
+            r#"crawlgate_requests_total{decision="forward",class="human",code="2xx",enforced="true"} 1"#,
+            r#"crawlgate_requests_total{decision="block",class="search",code="4xx",enforced="true"} 3"#,
+            r#"crawlgate_requests_total{decision="reject",class="none",code="4xx",enforced="true"} 1"#,
+            r#"crawlgate_requests_total{decision="shed",class="search",code="2xx",enforced="false"} 1"#,
         ] {
             assert!(text.contains(line), "{line} in\n{text}");
         }

@@ -88,6 +88,7 @@ impl Pending {
             outcome.route,
             outcome.class,
             outcome.status.map_or(0, |s| s.as_u16()),
+            !outcome.not_enforced,
         );
         if outcome.request.is_none() {
             return;

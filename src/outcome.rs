@@ -81,8 +81,11 @@ pub struct Outcome {
     /// counts as `unknown` in the log and the metrics too). `None` when
     /// the request was refused before classification.
     pub class: Option<ClassId>,
-    /// What was done.
+    /// What was decided (in enforce mode, what was done).
     pub route: Route,
+    /// The decision was not carried out: observe mode forwarded the
+    /// request instead (`enforced` false in the log and the metrics).
+    pub not_enforced: bool,
     /// The status sent; `None` when the request ended before it had an
     /// answer (the access log says 0).
     pub status: Option<StatusCode>,

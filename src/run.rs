@@ -24,6 +24,7 @@ use sd_notify::NotifyState;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::config::Mode;
 use crate::live::{Live, LoadError, Reloaded};
 use crate::server::WorkerSockets;
 use crate::tls::{certificate_notes, CertStore, TlsError};
@@ -312,6 +313,7 @@ fn log_start(live: &Live, addrs: Addrs) {
         workers = config.restart.workers,
         "crawlgate started",
     );
+    log_mode(config.mode);
     if let Some(certs) = &live.certs {
         log_certificates(&certs.current());
         certificate_metrics(live, &certs.current());
@@ -345,6 +347,14 @@ fn certificate_metrics(live: &Live, store: &CertStore) {
         .iter()
         .flat_map(|cert| cert.names.iter().map(|name| (&**name, cert.not_after)));
     live.process.metrics.certificates(served);
+}
+
+/// The line saying what is done with decisions, at start and each reload.
+fn log_mode(mode: Mode) {
+    match mode {
+        Mode::Enforce => tracing::info!("mode: enforce — decisions are carried out"),
+        Mode::Observe => tracing::info!("mode: observe — decisions are logged, not carried out"),
+    }
 }
 
 /// Tells systemd (`Type=notify`, `NOTIFY_SOCKET`) where the process is;
@@ -410,6 +420,7 @@ fn report_reload(live: &Live, outcome: &Result<Reloaded, LoadError>) {
                 certificates = done.certificates,
                 "reload: new config, rules and certificates in effect",
             );
+            log_mode(live.current.load().mode);
             if let Some(certs) = &live.certs {
                 log_certificates(&certs.current());
                 certificate_metrics(live, &certs.current());

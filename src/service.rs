@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
-use crate::config::{AiKind, Limits};
+use crate::config::{AiKind, Limits, Mode};
 use crate::framing;
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, Side};
@@ -42,6 +42,7 @@ use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
 use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
 
+mod mode;
 #[cfg(test)]
 mod tests;
 
@@ -181,7 +182,12 @@ where
     // The request's one class, read by every per-class table.
     let spoofed = identity == Some(Identity::Spoofed);
     let class = shared.policy.classifier.class_of(&verdict, spoofed);
-    let bot_cache = shared.caches.bot.as_deref();
+    // Observe mode neither reads nor fills the robots cache: the
+    // decision is made as without one, and a forward finds no probe.
+    let bot_cache = match shared.mode {
+        Mode::Enforce => shared.caches.bot.as_deref(),
+        Mode::Observe => None,
+    };
     let (decision, found) = {
         // A class that must see the live site (monitors, callbacks) is never
         // looked up (the decision does not ask): it passes the cache as a
@@ -226,6 +232,8 @@ where
     outcome.identity = identity;
     outcome.class = Some(class);
     outcome.route = decision.route();
+    let (decision, enforced) = mode::carried_out(decision, shared.mode);
+    outcome.not_enforced = !enforced;
 
     match decision {
         Decision::Block { .. } => finish_early(&req, response::blocked()),

@@ -12,7 +12,12 @@ pub fn exported() -> BTreeSet<String> {
     let metrics = Metrics::new();
     let classifier = crawlgate::classify::Classifier::new(&crawlgate::rules::RuleLists::embedded())
         .expect("rules");
-    RequestCounters::new(&metrics, &classifier).count(crawlgate::route::Route::Forward, None, 200);
+    RequestCounters::new(&metrics, &classifier).count(
+        crawlgate::route::Route::Forward,
+        None,
+        200,
+        true,
+    );
     metrics.upstream_error("connect", crawlgate::metrics::Side::Upstream);
     let _open = metrics.connection(Protocol::http1);
     metrics.tls_handshake("ok");

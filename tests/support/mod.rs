@@ -596,7 +596,9 @@ pub async fn scrape(admin: SocketAddr) -> prometheus_parse::Scrape {
 }
 
 /// The value of `name` with exactly `labels` (0 when absent); histograms
-/// answer their count.
+/// answer their count. `labels` without `enforced` mean
+/// `enforced="true"` where a sample has that label (a request count: the
+/// decision was carried out).
 pub fn metric(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     use prometheus_parse::Value;
     scrape
@@ -604,7 +606,10 @@ pub fn metric(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &s
         .iter()
         .filter(|s| s.metric == name)
         .filter(|s| {
-            labels.len() == s.labels.len() && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
+            let enforced = s.labels.get("enforced");
+            let implied = enforced == Some("true") && !labels.iter().any(|(k, _)| *k == "enforced");
+            labels.len() + usize::from(implied) == s.labels.len()
+                && labels.iter().all(|(k, v)| s.labels.get(k) == Some(v))
         })
         .map(|s| match &s.value {
             Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
