@@ -7,12 +7,12 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
 use support::here::Here;
-use support::process::BIN;
+use support::process::{self, BIN};
 use support::{get, metric, request, scrape, send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
@@ -337,4 +337,73 @@ fn check_config_prints_the_mode_and_refuses_an_unknown_one() {
         Path::new(&path).display()
     );
     assert!(stderr.contains(&at), "{stderr}");
+}
+
+/// The real binary: `mode = "observe"` in the file lets a robot's action
+/// URL through and says so at start; SIGHUP with the key gone puts it
+/// back in enforce mode (logged), and the same URL is 403. `--mode
+/// observe` wins over the file.
+#[tokio::test]
+async fn sighup_switches_the_real_binary_between_modes() {
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    let write = |mode: &str| {
+        let text = format!("{mode}[log]\naccess = false\n[verify]\nenabled = false\n");
+        std::fs::write(&config, text).expect("write config");
+    };
+    write("mode = \"observe\"\n");
+    let addr = process::free_addr();
+    let (listen, url) = (addr.to_string(), upstream.url());
+    let args = [
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--listen",
+        &listen,
+        "--upstream",
+        &url,
+    ];
+    let mut proxy = process::start_logging(&args, addr, Stdio::piped(), "info");
+    let stderr = process::stderr_lines(&mut proxy.0);
+    let wait_line = |needle: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return,
+                Ok(_) => {}
+                Err(_) => panic!("no line with {needle:?}"),
+            }
+        }
+    };
+    wait_line("mode: observe");
+    let status = |target: &'static str| async move {
+        get(addr, "example.com", target, Some(CURL)).await.status
+    };
+    assert_eq!(status("/?do=vote").await, 200);
+
+    write("");
+    proxy.signal("HUP");
+    wait_line("mode: enforce");
+    assert_eq!(status("/?do=edit").await, 403);
+    assert!(upstream.last("/?do=edit").is_none());
+    drop(proxy);
+
+    // The flag over the file.
+    let addr = process::free_addr();
+    let listen = addr.to_string();
+    let args = [
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--listen",
+        &listen,
+        "--upstream",
+        &url,
+        "--mode",
+        "observe",
+    ];
+    let _proxy = process::start(&args, addr, Stdio::null());
+    let res = get(addr, "example.com", "/?do=flag", Some(CURL)).await;
+    assert_eq!(res.status, 200);
+    assert!(upstream.last("/?do=flag").is_some());
 }
