@@ -11,7 +11,6 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use support::metrics::exported;
 use support::{get, Proxy, Upstream};
@@ -118,19 +117,6 @@ fn every_exported_metric_is_documented_and_every_documented_one_exported() {
     }
 }
 
-/// Waits for `n` lines in the file at `path`.
-async fn log_lines(path: &Path, n: usize) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let got = support::lines(path);
-        if got.len() >= n || tokio::time::Instant::now() > deadline {
-            assert!(got.len() >= n, "{got:?}");
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The access log's fields, from the lines a real crawlgate writes in both
 /// formats: a forwarded request, a robot's blocked one, and one whose
 /// upstream is gone (for the error fields).
@@ -153,7 +139,7 @@ async fn log_fields(format: &str) -> BTreeSet<String> {
             .status,
         403
     );
-    let mut lines = log_lines(&log, 2).await;
+    let mut lines = support::wait_lines(&log, 2).await;
     proxy.stop().await;
     // The same log, with the upstream gone.
     let dead = format!("http://{}", support::process::free_addr());
@@ -165,7 +151,7 @@ async fn log_fields(format: &str) -> BTreeSet<String> {
             .status,
         502
     );
-    lines.extend(log_lines(&log, 1).await);
+    lines.extend(support::wait_lines(&log, 1).await);
     proxy.stop().await;
     let mut fields = BTreeSet::new();
     for line in &lines {

@@ -4,7 +4,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use crawlgate::config::Overrides;
@@ -222,19 +221,6 @@ async fn upstream_errors_are_counted_by_kind_and_readyz_says_why() {
     drop(upstream);
 }
 
-/// The lines of `path` once there are `n` of them (at most 5 s).
-async fn log_lines(path: &Path, n: usize) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let got = support::lines(path);
-        if got.len() >= n || tokio::time::Instant::now() > deadline {
-            assert_eq!(got.len(), n, "{got:?}");
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// The common combined log format, as GoAccess and fail2ban read it.
 fn combined_regex() -> regex::Regex {
     regex::Regex::new(
@@ -267,7 +253,8 @@ async fn the_combined_log_names_the_real_client() {
         assert_eq!(res.status, 200);
         let res = get(proxy.addr, "example.com", "/?do=vote", Some(GOOGLEBOT)).await;
         assert_eq!(res.status, 403);
-        let lines = log_lines(&log, 2).await;
+        let lines = support::wait_lines(&log, 2).await;
+        assert_eq!(lines.len(), 2, "{lines:?}");
         let re = combined_regex();
         let first = re
             .captures(&lines[0])
@@ -339,7 +326,8 @@ async fn the_json_log_has_every_field() {
     )
     .await;
     assert_eq!(res.status, 200);
-    let lines = log_lines(&log, 3).await;
+    let lines = support::wait_lines(&log, 3).await;
+    assert_eq!(lines.len(), 3, "{lines:?}");
     let first: serde_json::Value = serde_json::from_str(&lines[0]).expect("json");
     assert_eq!(first["client"], "198.51.100.7");
     assert_eq!(first["method"], "POST");
@@ -413,7 +401,8 @@ async fn a_request_cut_off_by_the_end_of_a_drain_is_logged() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     proxy.stop().await;
-    let lines = log_lines(&log, 2).await;
+    let lines = support::wait_lines(&log, 2).await;
+    assert_eq!(lines.len(), 2, "{lines:?}");
     let record = |path: &str| -> serde_json::Value {
         lines
             .iter()

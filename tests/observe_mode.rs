@@ -13,9 +13,11 @@ use std::time::Duration;
 use crawlgate::config::Overrides;
 use support::here::Here;
 use support::process::{self, BIN};
-use support::{get, metric, request, scrape, send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
-use tokio::task::JoinHandle;
-use tokio::time::{sleep, Instant};
+use support::{
+    get, hold_humans, metric, release_humans, request, scrape, send_raw, Proxy, Upstream, FIREFOX,
+    GOOGLEBOT,
+};
+use tokio::time::sleep;
 
 const CURL: &str = "curl/8.5.0";
 
@@ -27,26 +29,10 @@ fn overrides(upstream: &Upstream) -> Overrides {
     }
 }
 
-/// The access log beside the proxy's config file, once it has `n` lines
-/// (it is written in batches by a thread of its own).
-fn log_lines(proxy: &Proxy, n: usize) -> Vec<String> {
-    let path = proxy
-        .config_path
-        .parent()
-        .expect("config dir")
-        .join("access.log");
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let lines = support::lines(&path);
-        if lines.len() >= n {
-            return lines;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{n} log lines: {lines:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// The access log beside the proxy's config file, once it has `n` lines.
+async fn log_lines(proxy: &Proxy, n: usize) -> Vec<String> {
+    let dir = proxy.config_path.parent().expect("config dir");
+    support::wait_lines(&dir.join("access.log"), n).await
 }
 
 /// The admin listener's `/robots.txt?{query}`: status and body.
@@ -108,7 +94,7 @@ async fn a_robots_action_url_reaches_the_site_and_is_logged_as_a_block_not_enfor
     assert_eq!(too_large.status, 431);
     assert!(upstream.last("/big").is_none());
 
-    let lines = log_lines(&proxy, 4);
+    let lines = log_lines(&proxy, 4).await;
     let json: Vec<serde_json::Value> = lines
         .iter()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
@@ -184,7 +170,7 @@ async fn the_site_answers_everything_until_a_reload_back_to_enforce() {
     let blocked = get(proxy.addr, "example.com", "/?do=vote", Some(CURL)).await;
     assert_eq!(blocked.status, 200);
 
-    let lines = log_lines(&proxy, 4);
+    let lines = log_lines(&proxy, 4).await;
     let line = |needle: &str| {
         lines
             .iter()
@@ -232,7 +218,7 @@ async fn the_site_answers_everything_until_a_reload_back_to_enforce() {
     assert_eq!(served.text(), would_be);
     assert_eq!(admin_robots(admin, "host=example.com").await.1, would_be);
 
-    let lines = log_lines(&proxy, 7);
+    let lines = log_lines(&proxy, 7).await;
     let edit = lines
         .iter()
         .find(|l| l.contains("GET /?do=edit "))
@@ -256,29 +242,7 @@ async fn a_shed_robot_is_forwarded_under_pressure_and_counted() {
     let admin = proxy.admin_addr.expect("admin listener");
     let addr = proxy.addr;
 
-    let held: Vec<JoinHandle<u16>> = (0..2)
-        .map(|_| {
-            tokio::spawn(async move {
-                get(addr, "example.com", "/hold", Some(FIREFOX))
-                    .await
-                    .status
-            })
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while upstream
-        .requests()
-        .iter()
-        .filter(|r| r.uri == "/hold")
-        .count()
-        < 2
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the held requests reach the upstream"
-        );
-        sleep(Duration::from_millis(10)).await;
-    }
+    let held = hold_humans(addr, &upstream, 2).await;
     sleep(crawlgate::shed::CHECK_EVERY + Duration::from_millis(20)).await;
     let res = get(addr, "example.com", "/b", Some(CURL)).await;
     assert_eq!(res.status, 200, "{}", res.head);
@@ -303,10 +267,7 @@ async fn a_shed_robot_is_forwarded_under_pressure_and_counted() {
     );
     assert_eq!(metric(&metrics, "crawlgate_shed_level", &[]), 1.0);
 
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
+    release_humans(&upstream, held).await;
     proxy.stop().await;
 }
 

@@ -10,8 +10,9 @@ use std::time::Duration;
 use crawlgate::config::Overrides;
 use support::here::Here;
 use support::process::{free_addr, start_env};
-use support::{get, metric, scrape, Raw, Upstream, FIREFOX, GOOGLEBOT};
-use tokio::task::JoinHandle;
+use support::{
+    get, hold_humans, metric, release_humans, scrape, Raw, Upstream, FIREFOX, GOOGLEBOT,
+};
 use tokio::time::{sleep, Instant};
 
 const CURL: &str = "curl/8.5.0";
@@ -24,29 +25,6 @@ fn overrides(upstream: &Upstream) -> Overrides {
         admin_listen: Some("127.0.0.1:0".to_owned()),
         ..Overrides::default()
     }
-}
-
-/// `n` human requests for the upstream's held page, each in its own task;
-/// returns once the upstream has seen them all.
-async fn hold_humans(proxy: SocketAddr, upstream: &Upstream, n: usize) -> Vec<JoinHandle<u16>> {
-    let tasks: Vec<_> = (0..n)
-        .map(|_| {
-            tokio::spawn(async move {
-                get(proxy, "example.com", "/hold", Some(FIREFOX))
-                    .await
-                    .status
-            })
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while seen(upstream, "/hold", FIREFOX) < n {
-        assert!(
-            Instant::now() < deadline,
-            "the held requests reach the upstream"
-        );
-        sleep(Duration::from_millis(10)).await;
-    }
-    tasks
 }
 
 /// How many requests for `path` from `ua` reached the upstream.
@@ -62,14 +40,6 @@ fn seen(upstream: &Upstream, path: &str, ua: &str) -> usize {
 async fn after_check(proxy: SocketAddr, path: &str, ua: &str) -> Raw {
     sleep(crawlgate::shed::CHECK_EVERY + Duration::from_millis(20)).await;
     get(proxy, "example.com", path, Some(ua)).await
-}
-
-/// Lets the held requests answer; each gets its 200.
-async fn release(upstream: &Upstream, held: Vec<JoinHandle<u16>>) {
-    upstream.release_held();
-    for task in held {
-        assert_eq!(task.await.expect("held request"), 200);
-    }
 }
 
 /// Waits (at most 10 s, a request per check) until a robot's GET of
@@ -158,7 +128,7 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
 
     // The slow requests end: calm. The level falls one tier per calm
     // period (300 ms), driven by the requests that come along.
-    release(&upstream, held).await;
+    release_humans(&upstream, held).await;
     until_forwarded(addr, "/e").await;
     assert_eq!(status(addr, "/e", GOOGLEBOT).await, 200);
     assert_eq!(seen(&upstream, "/e", CURL), 1);
@@ -186,7 +156,7 @@ async fn shedding_ends_on_an_idle_site_without_requests() {
     assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
     // Calm begins once the held requests are answered: not before this.
     let calm = Instant::now();
-    release(&upstream, held).await;
+    release_humans(&upstream, held).await;
     // No request reaches the proxy from here on: only the metrics.
     let level = |scrape: &prometheus_parse::Scrape| metric(scrape, "crawlgate_shed_level", &[]);
     let deadline = calm + Duration::from_secs(10);
@@ -288,7 +258,7 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     assert_eq!(count("shed", "search", "5xx"), 6.0);
     assert_eq!(count("forward", "search", "2xx"), 5.0);
     assert_eq!(count("shed", "ai", "5xx"), 1.0);
-    release(&upstream, held).await;
+    release_humans(&upstream, held).await;
     proxy.stop().await;
 }
 
@@ -317,7 +287,7 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     );
     assert_eq!(status(addr, "/other", CURL).await, 503);
     assert_eq!(seen(&upstream, "/page", CURL), 1);
-    release(&upstream, held).await;
+    release_humans(&upstream, held).await;
     proxy.stop().await;
 }
 
@@ -352,7 +322,7 @@ async fn the_start_and_end_of_shedding_are_logged_once() {
     for _ in 0..5 {
         assert_eq!(after_check(addr, "/a", CURL).await.status, 503);
     }
-    release(&upstream, held).await;
+    release_humans(&upstream, held).await;
     until_forwarded(addr, "/b").await;
     running.signal("TERM");
     running.wait_exit(Duration::from_secs(15));

@@ -451,6 +451,67 @@ pub fn lines(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The lines of the file at `path` once it has at least `n` (an access
+/// log is written in batches by a thread of its own); fails after 5 s.
+pub async fn wait_lines(path: &std::path::Path, n: usize) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = lines(path);
+        if got.len() >= n {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{n} lines in {}: {got:?}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `n` human requests for the upstream's held page (see
+/// [`Upstream::release_held`]), each in its own task; returns once the
+/// upstream has seen them all.
+pub async fn hold_humans(
+    proxy: SocketAddr,
+    upstream: &Upstream,
+    n: usize,
+) -> Vec<tokio::task::JoinHandle<u16>> {
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            tokio::spawn(async move {
+                get(proxy, "example.com", "/hold", Some(FIREFOX))
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let held = || {
+        upstream
+            .requests()
+            .iter()
+            .filter(|r| r.uri == "/hold" && r.header("user-agent") == Some(FIREFOX))
+            .count()
+    };
+    while held() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the held requests reach the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tasks
+}
+
+/// Lets the held requests answer; each gets its 200.
+pub async fn release_humans(upstream: &Upstream, held: Vec<tokio::task::JoinHandle<u16>>) {
+    upstream.release_held();
+    for task in held {
+        assert_eq!(task.await.expect("held request"), 200);
+    }
+}
+
 /// A response as read off the wire.
 #[derive(Debug)]
 pub struct Raw {
