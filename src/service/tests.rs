@@ -184,13 +184,11 @@ async fn a_spoofed_signature_claim_is_unknown() {
     assert_eq!(counted(&w, &["requests", r#"class="unknown""#]), 1.0);
 }
 
-/// A robot's request the robots cache holds fresh is answered from it
-/// without forwarding; a human asking for the same page is forwarded.
-#[tokio::test]
-async fn a_cached_page_answers_robots_but_never_humans() {
-    let w = worker("[bot_cache]\nttl = \"60s\"\n");
+/// Puts a `200` of `body` for `GET http://example.com{path}` into the
+/// worker's robots cache, as a robot's forward would.
+fn cache_page(w: &Worker, path: &str, body: &[u8]) {
     let cache = w.snapshot.caches.bot.as_ref().expect("the robots cache");
-    let uri: http::Uri = "/page".parse().expect("uri");
+    let uri: http::Uri = path.parse().expect("uri");
     let probe = cache.probe(
         &Method::GET,
         "http",
@@ -202,8 +200,16 @@ async fn a_cached_page_answers_robots_but_never_humans() {
     let mut fill = cache
         .fill(probe, &Method::GET, StatusCode::OK, &http::HeaderMap::new())
         .expect("storable");
-    assert!(fill.push(b"the cached page"));
+    assert!(fill.push(body));
     fill.finish();
+}
+
+/// A robot's request the robots cache holds fresh is answered from it
+/// without forwarding; a human asking for the same page is forwarded.
+#[tokio::test]
+async fn a_cached_page_answers_robots_but_never_humans() {
+    let w = worker("[bot_cache]\nttl = \"60s\"\n");
+    cache_page(&w, "/page", b"the cached page");
 
     let robot = send(&w, "192.0.2.1", get("/page", CURL, &[])).await;
     assert_eq!(robot.status, StatusCode::OK);
@@ -334,21 +340,7 @@ async fn requests_over_the_limits_are_refused_before_any_decision() {
 async fn a_monitor_is_never_answered_from_the_cache() {
     const MONITOR: &str = "Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
     let w = worker("[bot_cache]\nttl = \"60s\"\n");
-    let cache = w.snapshot.caches.bot.as_ref().expect("the robots cache");
-    let uri: http::Uri = "/status".parse().expect("uri");
-    let probe = cache.probe(
-        &Method::GET,
-        "http",
-        Some("example.com"),
-        &uri,
-        &http::HeaderMap::new(),
-        Instant::now(),
-    );
-    let mut fill = cache
-        .fill(probe, &Method::GET, StatusCode::OK, &http::HeaderMap::new())
-        .expect("storable");
-    assert!(fill.push(b"all good"));
-    fill.finish();
+    cache_page(&w, "/status", b"all good");
 
     let monitor = send(&w, "192.0.2.1", get("/status", MONITOR, &[])).await;
     assert_eq!(monitor.status, StatusCode::BAD_GATEWAY, "forwarded");
