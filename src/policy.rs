@@ -33,7 +33,7 @@ use http::{Method, StatusCode};
 use crate::classify::{ClassId, Classifier, UaClass, Verdict};
 use crate::config::{AiConfig, AiKind, BotCacheConfig, RedirectConfig, Spoofed};
 use crate::route::Route;
-use crate::shed::{Pressure, Shed, ShedPolicy, UnknownClass};
+use crate::shed::{robot_class, Pressure, Shed, ShedPolicy, UnknownClass};
 use crate::sitemap::SERVED_PATH;
 use crate::verify::Identity;
 use crate::{canonical, query};
@@ -77,26 +77,17 @@ impl LiveClasses {
         live_classes: Option<&[Box<str>]>,
         classifier: &Classifier,
     ) -> Result<Self, UnknownClass> {
-        let classes = classifier.classes();
-        let robot = |id: &ClassId| *id != ClassId::HUMAN;
-        let mut live = vec![false; classes.len()];
+        let mut live = vec![false; classifier.classes().len()];
         let written = live_classes.is_some();
         let names: Vec<&str> = match live_classes {
             Some(names) => names.iter().map(|n| &**n).collect(),
             None => BotCacheConfig::DEFAULT_LIVE_CLASSES.to_vec(),
         };
         for name in names {
-            match classes.find(name).filter(robot) {
-                Some(id) => live[id.index()] = true,
-                None if written => {
-                    let known: Vec<&str> = classes
-                        .ids()
-                        .filter(robot)
-                        .map(|id| classes.name(id))
-                        .collect();
-                    return Err(UnknownClass(name.to_string(), known.join(", ")));
-                }
-                None => {}
+            match robot_class(classifier, name) {
+                Ok(id) => live[id.index()] = true,
+                Err(unknown) if written => return Err(unknown),
+                Err(_) => {}
             }
         }
         Ok(Self(live))

@@ -290,21 +290,28 @@ pub struct ShedPolicy {
 #[error("{0:?} is not a robot class of these rules (one of: {1})")]
 pub struct UnknownClass(pub String, pub String);
 
+/// The robot class `name` of `classifier`'s rules, or an error listing
+/// the names it may be (`human` is never one).
+pub fn robot_class(classifier: &Classifier, name: &str) -> Result<ClassId, UnknownClass> {
+    let classes = classifier.classes();
+    let robot = |id: &ClassId| *id != ClassId::HUMAN;
+    classes.find(name).filter(robot).ok_or_else(|| {
+        let known: Vec<&str> = classes
+            .ids()
+            .filter(robot)
+            .map(|id| classes.name(id))
+            .collect();
+        UnknownClass(name.to_owned(), known.join(", "))
+    })
+}
+
 impl ShedPolicy {
     /// Compiles `config` against `classifier`'s rule lists.
     pub fn new(config: ShedConfig, classifier: &Classifier) -> Result<Self, UnknownClass> {
         let classes = classifier.classes();
         // Every robot class may be named; `human` is never shed.
-        let robot = |id: &ClassId| *id != ClassId::HUMAN;
         for class in config.order.iter().flatten() {
-            if !classes.find(class).is_some_and(|id| robot(&id)) {
-                let known: Vec<&str> = classes
-                    .ids()
-                    .filter(robot)
-                    .map(|id| classes.name(id))
-                    .collect();
-                return Err(UnknownClass(class.to_string(), known.join(", ")));
-            }
+            robot_class(classifier, class)?;
         }
         let tier_of = |class: &str| {
             config

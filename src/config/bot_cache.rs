@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{byte_size, duration, invalid, ConfigError};
+use super::{byte_size, distinct_class_names, duration, invalid, ConfigError};
 
 /// `[bot_cache]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -87,16 +87,7 @@ pub(super) fn bot_cache_config(raw: RawBotCache) -> Result<Option<BotCacheConfig
         live_classes: match live_classes {
             None => None,
             Some(names) => {
-                let mut seen: Vec<&str> = Vec::new();
-                for class in &names {
-                    if class.is_empty() || seen.contains(&class.as_str()) {
-                        return Err(invalid(
-                            "bot_cache.live_classes",
-                            format!("{class:?} is empty or named twice"),
-                        ));
-                    }
-                    seen.push(class);
-                }
+                distinct_class_names("bot_cache.live_classes", &names)?;
                 Some(names.into_iter().map(String::into_boxed_str).collect())
             }
         },

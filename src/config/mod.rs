@@ -139,6 +139,23 @@ fn invalid(key: &'static str, message: impl Into<String>) -> ConfigError {
     }
 }
 
+/// Refuses a list of class names under `key` (`shed.order`,
+/// `bot_cache.live_classes`) with an empty or repeated name; whether each
+/// is a class of the rules is checked when the rules are loaded.
+fn distinct_class_names<'a>(
+    key: &'static str,
+    names: impl IntoIterator<Item = &'a String>,
+) -> Result<(), ConfigError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        if name.is_empty() || seen.contains(&name.as_str()) {
+            return Err(invalid(key, format!("{name:?} is empty or named twice")));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
 /// `Cache-Control` of the sitemap files served, unless configured: an
 /// hour (they change when a build runs; a conditional request costs
 /// little).

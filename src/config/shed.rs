@@ -5,7 +5,7 @@ use std::time::Duration;
 use http::StatusCode;
 use serde::Deserialize;
 
-use super::{duration, invalid, ConfigError};
+use super::{distinct_class_names, duration, invalid, ConfigError};
 
 /// `[shed]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -134,16 +134,7 @@ pub(super) fn shed_config(raw: RawShed) -> Result<Option<ShedConfig>, ConfigErro
                     "must hold 1 to 8 tiers of class names",
                 ));
             }
-            let mut seen: Vec<&str> = Vec::new();
-            for class in tiers.iter().flatten() {
-                if class.is_empty() || seen.contains(&class.as_str()) {
-                    return Err(invalid(
-                        "shed.order",
-                        format!("{class:?} is empty or named twice"),
-                    ));
-                }
-                seen.push(class);
-            }
+            distinct_class_names("shed.order", tiers.iter().flatten())?;
             if tiers.iter().any(Vec::is_empty) {
                 return Err(invalid("shed.order", "a tier is empty"));
             }
