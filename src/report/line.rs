@@ -122,7 +122,7 @@ fn clf(line: &[u8]) -> Option<Entry<'_>> {
     };
     let (method, target) = request_line(request);
     let (host, path, query) = split_target(target);
-    let host = host.or(vhost.map(|v| strip_port(v)));
+    let host = host.or(vhost.map(strip_port));
     Some(Entry {
         time,
         client: std::str::from_utf8(client).ok()?.parse().ok(),
