@@ -7,3 +7,4 @@
 
 pub mod line;
 pub mod model;
+pub mod text;
