@@ -5,6 +5,7 @@
 //! entries in one pass and in bounded memory; [`model::Report`] is the
 //! finished report that every output form renders.
 
+pub mod html;
 pub mod line;
 pub mod model;
 pub mod text;
