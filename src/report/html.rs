@@ -15,8 +15,8 @@ use std::io;
 use super::model::{Count, Report, Row, Status, Verification, Volume};
 mod chart;
 
-use super::text::{bytes, group, hidden, is_human, percent, ratio, span, sum, waste_parts};
-use chart::{bar, chart_svg, legend, share_bar, sparkline, verification_bar, when, Series};
+use super::text::{bytes, group, hidden, is_human, per, percent, ratio, span, sum, waste_parts};
+use chart::{bar, chart_svg, date, legend, share_bar, sparkline, verification_bar, Series};
 
 /// Characters of a key shown before it is cut with `…`.
 pub const KEY_CAP: usize = 200;
@@ -26,7 +26,7 @@ const MAX_SERIES: usize = 9;
 const TOP_WASTERS: usize = 10;
 
 /// Writes `report` as one HTML page.
-pub fn write(report: &Report, out: &mut impl io::Write) -> io::Result<()> {
+pub fn write(report: &Report, out: &mut (impl io::Write + ?Sized)) -> io::Result<()> {
     let mut s = String::new();
     page(&mut s, report).map_err(|_| io::Error::other("formatting the report"))?;
     out.write_all(s.as_bytes())
@@ -100,7 +100,7 @@ fn page(s: &mut String, r: &Report) -> fmt::Result {
         "<header><h1>Crawl report</h1><p class=\"sub\">{} <span class=\"muted\">(UTC), \
          per {}</span></p></header>\n<main>",
         Esc(&period),
-        span(r.bucket_seconds)
+        per(r.bucket_seconds)
     )?;
     summary(s, r)?;
     for (i, row) in r.rows.iter().enumerate().filter(|(_, row)| !is_human(row)) {
@@ -173,7 +173,7 @@ fn summary(s: &mut String, r: &Report) -> fmt::Result {
     writeln!(
         s,
         "<h3>Requests per {} by class</h3>",
-        span(r.bucket_seconds)
+        per(r.bucket_seconds)
     )?;
     chart_svg(s, r, &series, 260)?;
     legend(s, &series)?;
@@ -335,8 +335,9 @@ fn wasters(s: &mut String, r: &Report) -> fmt::Result {
     for (i, row) in rows.into_iter().take(TOP_WASTERS) {
         write!(
             s,
-            "<tr><td><a href=\"#robot-{i}\">{}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>",
+            "<tr><td><a href=\"#robot-{i}\">{}</a> <span class=\"muted\">{}</span></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>",
             Esc(&row.robot),
+            Esc(&row.class),
             group(row.waste.total),
             percent(ratio(row.waste.total, row.volume.requests))
         )?;
@@ -579,10 +580,11 @@ fn input(s: &mut String, r: &Report) -> fmt::Result {
     )?;
     writeln!(
         s,
-        "<tr><th>Charts</th><td>{} buckets of {}, from {} UTC</td></tr>",
+        "<tr><th>Charts</th><td>{} bucket{} of {}, from {} UTC</td></tr>",
         group(r.chart_len as u64),
+        if r.chart_len == 1 { "" } else { "s" },
         span(r.bucket_seconds),
-        when(r.chart_start, true)
+        date(r.chart_start, true)
     )?;
     if let Some(robots_txt) = &r.robots_txt {
         writeln!(

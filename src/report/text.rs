@@ -27,7 +27,7 @@ const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█
 
 /// Writes `report` for a terminal `width` columns wide (80 is usual),
 /// clamped to [`MIN_WIDTH`]..=[`MAX_WIDTH`].
-pub fn write(report: &Report, out: &mut impl io::Write, width: usize) -> io::Result<()> {
+pub fn write(report: &Report, out: &mut (impl io::Write + ?Sized), width: usize) -> io::Result<()> {
     let width = width.clamp(MIN_WIDTH, MAX_WIDTH);
     let mut s = String::new();
     render(&mut s, report, width).map_err(|_| io::Error::other("formatting the report"))?;
@@ -58,8 +58,9 @@ fn summary(s: &mut String, r: &Report, width: usize) -> fmt::Result {
     };
     field(s, "Period", &period)?;
     let buckets = format!(
-        "{} buckets of {}, UTC",
+        "{} bucket{} of {}, UTC",
         group(r.chart_len as u64),
+        if r.chart_len == 1 { "" } else { "s" },
         span(r.bucket_seconds)
     );
     field(s, "", &buckets)?;
@@ -185,10 +186,10 @@ fn robots(s: &mut String, r: &Report, width: usize) -> fmt::Result {
     let mut t = Table::new(vec![
         Col::num("#", 0),
         Col::flex("ROBOT", 12),
-        Col::text("class", 5),
+        Col::text("class", 4),
         Col::num("requests", 0),
         Col::num("share", 0),
-        Col::num("bytes", 4),
+        Col::num("bytes", 5),
         Col::num("verif", 6),
         Col::num("spoofed", 1),
         Col::num("waste", 1),
@@ -686,6 +687,14 @@ pub fn span(seconds: i64) -> String {
     };
     let plural = if n == 1 { "" } else { "s" };
     format!("{n} {unit}{plural}")
+}
+
+/// A period after "per": `hour`, `6 hours`, `day`.
+pub fn per(seconds: i64) -> String {
+    match span(seconds).strip_prefix("1 ") {
+        Some(one) => one.to_owned(),
+        None => span(seconds),
+    }
 }
 
 /// `values` summed into at most `n` groups of equal size (the last may

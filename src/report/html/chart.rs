@@ -6,7 +6,7 @@ use std::fmt::{self, Write as _};
 
 use super::{Esc, Plain};
 use crate::report::model::{Report, Verification};
-use crate::report::text::{fold, group, percent, ratio, span, sum};
+use crate::report::text::{fold, group, per, percent, ratio, sum};
 
 /// Bars in a chart at most; longer charts are summed into wider buckets.
 pub(super) const MAX_BARS: usize = 240;
@@ -26,12 +26,17 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     const TOP: f64 = 8.0;
     const BOTTOM: f64 = 24.0;
     let len = series.iter().map(|x| x.values.len()).max().unwrap_or(0);
-    let per = len.div_ceil(MAX_BARS).max(1);
+    let fold_by = len.div_ceil(MAX_BARS).max(1);
     let folded: Vec<Vec<u64>> = series
         .iter()
-        .map(|x| fold(&x.values, len.div_ceil(per)))
+        .map(|x| {
+            x.values
+                .chunks(fold_by)
+                .map(|c| sum(c.iter().copied()))
+                .collect()
+        })
         .collect();
-    let bars = len.div_ceil(per);
+    let bars = len.div_ceil(fold_by);
     let sums: Vec<u64> = (0..bars)
         .map(|b| sum(folded.iter().map(|v| v.get(b).copied().unwrap_or(0))))
         .collect();
@@ -44,7 +49,7 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     writeln!(
         s,
         "<svg class=\"chart\" viewBox=\"0 0 {W} {height}\" role=\"img\"><title>Requests per {} of {}</title>",
-        span(r.bucket_seconds.saturating_mul(per as i64)),
+        per(r.bucket_seconds.saturating_mul(fold_by as i64)),
         Plain(&names.join(", "))
     )?;
     let mut level = 0;
@@ -69,7 +74,7 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     }
     let bw = plot_w / bars as f64;
     let gap = if bw > 4.0 { bw * 0.18 } else { 0.0 };
-    let seconds = r.bucket_seconds.max(1).saturating_mul(per as i64);
+    let seconds = r.bucket_seconds.max(1).saturating_mul(fold_by as i64);
     for b in 0..bars {
         let x = LEFT + b as f64 * bw;
         let start = r
@@ -91,7 +96,7 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
                 x + gap / 2.0,
                 bw - gap,
                 (y0 - y1).max(0.5),
-                when(start, true),
+                date(start, true),
                 Plain(&x_series.name),
                 group(v)
             )?;
@@ -112,27 +117,32 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     .find(|p| (len as i64).saturating_mul(r.bucket_seconds) / p <= 8)
     .unwrap_or(365 * 86_400);
     let mut last = None;
-    let mut last_x = f64::MIN;
+    // Where the last label ended: a label that would overlap it is left out.
+    let mut free_from = f64::MIN;
     for b in 0..bars {
         let t = r
             .chart_start
             .saturating_add((b as i64).saturating_mul(seconds));
         let period = t.div_euclid(round);
         let x = LEFT + b as f64 * bw;
-        if last != Some(period) && x - last_x > 70.0 {
+        let label = if round >= 86_400 {
+            date(t, false)
+        } else if last.is_none() || t.rem_euclid(86_400) == 0 {
+            when(t, true)
+        } else {
+            when(t, false)
+        };
+        if last != Some(period) && x >= free_from {
             writeln!(
                 s,
                 "<line class=\"tick\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
-                 <text class=\"axis\" x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
+                 <text class=\"axis\" x=\"{x:.1}\" y=\"{:.1}\">{label}</text>",
                 TOP + plot_h,
                 TOP + plot_h + 4.0,
                 h - 6.0,
-                when(
-                    t,
-                    round >= 86_400 || t.rem_euclid(86_400) == 0 || last.is_none()
-                )
             )?;
-            last_x = x;
+            // About 7 units a character at the axis' 12 px.
+            free_from = x + label.len() as f64 * 7.0 + 12.0;
         }
         last = Some(period);
     }
@@ -163,10 +173,29 @@ fn compact(n: u64) -> String {
     }
 }
 
-/// A time in UTC: `05-01 13:00`, or with `date`, `2024-05-01 13:00`.
-pub(super) fn when(t: i64, date: bool) -> String {
+/// A time in UTC: `13:00`, or with `day`, `12-01 13:00`.
+pub(super) fn when(t: i64, day: bool) -> String {
     match time::OffsetDateTime::from_unix_timestamp(t) {
-        Ok(d) if date => format!(
+        Ok(d) if day => format!(
+            "{:02}-{:02} {:02}:{:02}",
+            d.month() as u8,
+            d.day(),
+            d.hour(),
+            d.minute()
+        ),
+        Ok(d) => format!("{:02}:{:02}", d.hour(), d.minute()),
+        Err(_) => t.to_string(),
+    }
+}
+
+/// A day in UTC: `2026-12-01`; with the time (`2026-12-01 13:00`)
+/// when asked or when it is not midnight.
+pub(super) fn date(t: i64, time: bool) -> String {
+    match time::OffsetDateTime::from_unix_timestamp(t) {
+        Ok(d) if !time && t.rem_euclid(86_400) == 0 => {
+            format!("{}-{:02}-{:02}", d.year(), d.month() as u8, d.day())
+        }
+        Ok(d) => format!(
             "{}-{:02}-{:02} {:02}:{:02}",
             d.year(),
             d.month() as u8,
@@ -174,7 +203,6 @@ pub(super) fn when(t: i64, date: bool) -> String {
             d.hour(),
             d.minute()
         ),
-        Ok(d) => format!("{:02}:{:02}", d.hour(), d.minute()),
         Err(_) => t.to_string(),
     }
 }
@@ -200,7 +228,7 @@ pub(super) fn sparkline(s: &mut String, chart: &[u64], tone: usize) -> fmt::Resu
     let w = 2.5;
     write!(
         s,
-        "<svg class=\"spark\" viewBox=\"0 0 {} 20\"><path class=\"p{tone}\" d=\"",
+        "<svg class=\"spark\" viewBox=\"0 0 {} 20\" preserveAspectRatio=\"none\"><path class=\"p{tone}\" d=\"",
         folded.len() as f64 * w
     )?;
     for (n, v) in folded.iter().enumerate().filter(|(_, v)| **v > 0) {
@@ -265,8 +293,12 @@ mod tests {
         assert!(scale(u64::MAX).1 >= u64::MAX / 2);
         assert_eq!(compact(12_345), "12k");
         assert_eq!(compact(2_500_000), "2.5M");
-        assert_eq!(when(1_714_521_600, true), "2024-05-01 00:00");
+        assert_eq!(when(1_714_521_600, true), "05-01 00:00");
         assert_eq!(when(1_714_521_600 + 13 * 3600, false), "13:00");
         assert_eq!(when(i64::MAX, true), i64::MAX.to_string());
+        assert_eq!(date(1_714_521_600, false), "2024-05-01");
+        assert_eq!(date(1_714_521_600, true), "2024-05-01 00:00");
+        assert_eq!(date(1_714_521_600 + 13 * 3600, false), "2024-05-01 13:00");
+        assert_eq!(date(i64::MIN, true), i64::MIN.to_string());
     }
 }

@@ -236,6 +236,8 @@ fn numbers_sizes_and_sparklines() {
     assert_eq!(span(3600), "1 hour");
     assert_eq!(span(6 * 3600), "6 hours");
     assert_eq!(span(86_400), "1 day");
+    assert_eq!(per(3600), "hour");
+    assert_eq!(per(7200), "2 hours");
     assert_eq!(spark(&[0, 1, 2, 4, 8], 5), " ▁▂▄█");
     assert_eq!(spark(&[], 5), "");
     assert_eq!(spark(&[1; 48], 24).chars().count(), 24);
