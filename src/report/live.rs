@@ -8,6 +8,7 @@
 //! a new tally too (its rules may name other classes), so an hour may
 //! hold a few parts; they are merged when the report is asked for.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -16,6 +17,7 @@ use super::merge::merge;
 use super::model::Report;
 use super::{Capacity, Filter, Sources, Tally};
 use crate::classify::Verdict;
+use crate::outcome::Outcome;
 use crate::verify::Identity;
 
 /// Hours a live report covers.
@@ -50,6 +52,33 @@ impl LiveReport {
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Counts one finished request, when it has its request line and was
+    /// classified (a head refused before that is not a visit of anyone's).
+    pub fn record_outcome(&self, sources: &Arc<Sources>, outcome: &Outcome) {
+        let (Some(req), Some((class, reason))) = (&outcome.request, outcome.verdict) else {
+            return;
+        };
+        let time = req
+            .time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+
+        let entry = Entry {
+            time,
+            client: Some(req.client),
+            method: Cow::Borrowed(req.method.as_str().as_bytes()),
+            host: req.host().map(|h| Cow::Borrowed(h.as_bytes())),
+            path: Cow::Borrowed(req.uri.path().as_bytes()),
+            query: req.uri.query().map(|q| Cow::Borrowed(q.as_bytes())),
+            status: outcome.status.map_or(0, |s| s.as_u16()),
+            bytes: outcome.bytes_out,
+            referer: header(req.referer.as_ref()),
+            user_agent: header(req.user_agent.as_ref()).filter(|ua| !ua.is_empty()),
+            verified: None,
+        };
+        self.record(sources, &entry, Verdict { class, reason }, outcome.identity);
     }
 
     /// Counts one request, classified by the proxy with `sources`' rules.
@@ -106,6 +135,11 @@ impl LiveReport {
         report.input.files = vec!["(live)".to_owned()];
         report
     }
+}
+
+/// A header's bytes, borrowed.
+fn header(value: Option<&http::HeaderValue>) -> Option<Cow<'_, [u8]>> {
+    value.map(|v| Cow::Borrowed(v.as_bytes()))
 }
 
 #[cfg(test)]
