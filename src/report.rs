@@ -12,10 +12,12 @@
 //! operator's published ranges as saved (never DNS: a report of last
 //! month's log cannot ask last month's DNS).
 
+pub mod html;
 pub mod line;
 pub mod live;
 pub mod merge;
 pub mod model;
+pub mod text;
 pub mod topk;
 
 use std::collections::{BTreeMap, HashMap};

@@ -329,10 +329,8 @@ fn write_report(report: &Report, args: &ReportArgs) -> Outcome {
                 serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
                 out.write_all(b"\n")
             }
-            ReportFormat::Text | ReportFormat::Html => {
-                serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::other)?;
-                out.write_all(b"\n")
-            }
+            ReportFormat::Text => crate::report::text::write(report, out, 80),
+            ReportFormat::Html => crate::report::html::write(report, out),
         }
     };
     match &args.out {
