@@ -41,7 +41,7 @@
 //! | 9. server: listeners, TLS and HTTP/1, HTTP/2 connections; the admin listener | [`server`], [`admin`] |
 //! | 8. service: a request through decision, forwarding and answer; its record finished | [`service`], [`observe`] |
 //! | 7. state: process, snapshot and worker state; loading and reload | [`state`], [`live`] |
-//! | 6. the record: what a request was and what happened; the access-log writer | [`outcome`], [`access_log`] |
+//! | 6. the record: what a request was and what happened; the access-log writer; the crawl report | [`outcome`], [`access_log`], [`report`] |
 //! | 5. answers and forwarding: the upstream client, responses, the robots cache, tunnels | [`proxy`], [`response`], [`cache`], [`tunnel`] |
 //! | 4. the decision: pure, from facts to a decision | [`policy`], [`robots`] |
 //! | 3. what the decision reads from the process: metrics, certificates, crawler verification | [`metrics`], [`tls`], [`verify`] |
@@ -97,6 +97,7 @@ pub mod outcome;
 pub mod policy;
 pub mod proxy;
 pub mod query;
+pub mod report;
 pub mod response;
 pub mod robots;
 pub mod route;

@@ -21,6 +21,7 @@ fn main() -> ExitCode {
             path,
             timeout,
         }) => cli::health::run(config.as_deref(), addr.as_deref(), &path, timeout),
+        Some(Command::Report(args)) => cli::report::run(args),
         Some(Command::Sitemap(command)) => cli::sitemap::run(command),
         Some(Command::Man { out }) => cli::man::run(&out),
     };

@@ -11,6 +11,8 @@
 //! sitemap index last appeared or disappeared, whichever is later), so
 //! that a crawler's conditional request is answered `304`.
 
+pub mod matcher;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -476,6 +476,20 @@ impl Operators {
             .map(|m| &*self.tokens[m.pattern().as_usize()])
     }
 
+    /// [`Operators::claim`], with the index of the claimed token
+    /// ([`Operators::token`]).
+    pub fn claim_at(&self, user_agent: &[u8]) -> Option<(Claim, usize)> {
+        self.claims.find(user_agent).map(|m| {
+            let i = m.pattern().as_usize();
+            (self.claim_of[i], i)
+        })
+    }
+
+    /// A robot token as written in the file, by its index.
+    pub fn token(&self, index: usize) -> &str {
+        self.tokens.get(index).map_or("", |t| t)
+    }
+
     /// Every operator's robots.txt tokens of AI crawlers of `kind`.
     pub fn ai_tokens(&self, kind: AiKind) -> impl Iterator<Item = &str> {
         let slot = AiKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);

@@ -15,6 +15,7 @@ pub mod demo;
 pub mod health;
 pub mod man;
 pub mod reference;
+pub mod report;
 pub mod run;
 pub mod sitemap;
 pub mod version;
@@ -187,6 +188,8 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
     },
+    /// A crawl report per robot from access logs: requests, verification, wasted crawl budget, robots.txt compliance
+    Report(report::ReportArgs),
     /// Build sitemaps from the site's data, index them, or convert a static export
     #[command(subcommand)]
     Sitemap(SitemapCommand),
