@@ -18,8 +18,9 @@
 # of them also on the small log (peak RSS varies by under 1 % between
 # runs; GoAccess takes half a minute there); and crawlgate once with
 # --format json, whose request count is checked against the log's lines.
-# About 10 minutes with the default sizes (GoAccess takes ~100 s of CPU per
-# GiB), longer on a busy machine.
+# About 8 minutes with the default sizes on a quiet 2-core machine
+# (GoAccess takes ~100 s of CPU per GiB, crawlgate ~7), 12 or more on a
+# busy one.
 # Prints markdown tables of medians and crawlgate ÷ goaccess ratios.
 #
 # Nothing is pinned by default (both tools see both cores); PIN="taskset

@@ -244,7 +244,7 @@ def robot_addresses(rng, source, google):
     """A robot's pool of client addresses (repeats give the weights)."""
     if source in ("google", "bing"):
         prefixes = google if source == "google" else BING_PREFIXES
-        # Four in five from the published ranges, the rest spoofers.
+        # About three in four (77 %) from the published ranges, the rest spoofers.
         own = [in_prefix(rng, prefixes[i % len(prefixes)]) for i in range(48)]
         spoof = [public_v4(rng) for _ in range(12)]
         return own * 4 + spoof * 4 + [public_v4(rng) for _ in range(8)]
