@@ -12,6 +12,10 @@
 //!   enforce mode) for `NAME`, to compare with the site's own while in
 //!   observe mode; the `Sitemap:` line's scheme is `?scheme=http|https`,
 //!   else `https` when plain HTTP is redirected to HTTPS, else `http`.
+//! * `GET /report` (one self-contained HTML page) and `GET /report.json`:
+//!   the live crawl report of the last 24 hours, per robot, from the
+//!   counters the process keeps ([`crate::report::live`]); 404 when
+//!   `[admin] report = false`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -104,9 +108,11 @@ async fn answer(live: &Live, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             }
             Err(why) => text(StatusCode::BAD_REQUEST, format!("{why}\n")),
         },
+        path @ ("/report" | "/report.json") => report(live, path == "/report"),
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found (try /metrics, /healthz, /readyz, /robots.txt?host=NAME)\n".to_owned(),
+            "not found (try /metrics, /healthz, /readyz, /robots.txt?host=NAME, /report, /report.json)\n"
+                .to_owned(),
         ),
     }
 }
@@ -139,6 +145,50 @@ fn robots_txt(live: &Live, query: Option<&str>) -> Result<Bytes, &'static str> {
         }
     };
     Ok(live.current.load().robots.body(scheme, Some(host)))
+}
+
+/// The live crawl report, as HTML or JSON.
+fn report(live: &Live, html: bool) -> Response<Full<Bytes>> {
+    if live.current.load().report.is_none() {
+        return text(
+            StatusCode::NOT_FOUND,
+            "the live report is off ([admin] report = false)\n".to_owned(),
+        );
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let generator = concat!("crawlgate ", env!("CARGO_PKG_VERSION"), " (live)").to_owned();
+    let report = live.process.report.report(now, generator);
+    let mut body = Vec::with_capacity(64 * 1024);
+    let written = match html {
+        true => crate::report::html::write(&report, &mut body),
+        false => serde_json::to_writer_pretty(&mut body, &report).map_err(std::io::Error::other),
+    };
+    if let Err(err) = written {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot render the report: {err}\n"),
+        );
+    }
+    let mut res = Response::new(Full::new(Bytes::from(body)));
+    let kind = match html {
+        true => HeaderValue::from_static("text/html; charset=utf-8"),
+        false => HeaderValue::from_static("application/json"),
+    };
+    res.headers_mut().insert(CONTENT_TYPE, kind);
+    res.headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The page loads nothing: its styles are inline, it has no script.
+    res.headers_mut().insert(
+        http::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'"),
+    );
+    res.headers_mut().insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
 }
 
 /// Why the process should not get traffic, if it should not.

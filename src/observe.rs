@@ -93,6 +93,9 @@ impl Pending {
         if outcome.request.is_none() {
             return;
         }
+        if let Some(sources) = &snapshot.report {
+            snapshot.process.report.record_outcome(sources, &outcome);
+        }
         if let Some(log) = snapshot.process.access_log() {
             if !log.send(
                 outcome,

@@ -14,6 +14,8 @@
 
 pub mod html;
 pub mod line;
+pub mod live;
+pub mod merge;
 pub mod model;
 pub mod text;
 pub mod topk;
@@ -29,8 +31,8 @@ use crate::verify::{by_ranges, Claim, Identity, Lists, Method, Operators, Prefix
 
 use line::{Entry, Skip};
 use model::{
-    AiSummary, ClassSummary, Compliance, Count, Input, OperatorSummary, RangesUsed, Report, Row,
-    Status, Verification, Volume, Waste,
+    Compliance, Input, OperatorSummary, RangesUsed, Report, Row, Status, Verification, Volume,
+    Waste,
 };
 use topk::TopK;
 
@@ -130,6 +132,9 @@ enum Robot {
 #[derive(Debug)]
 struct RowTally {
     robot: String,
+    /// Hash of the robot and class, the same in every tally: a URL's
+    /// fingerprint in the table of recent URLs starts from it.
+    seed: u64,
     human: bool,
     class: ClassId,
     operator: Option<usize>,
@@ -201,6 +206,20 @@ impl Tally {
             hasher: topk::hasher(),
             scratch: Vec::with_capacity(1024),
         }
+    }
+
+    /// Takes over `older`'s table of recent URLs, when it is the same
+    /// size: a URL fetched at the end of one hour and again at the start
+    /// of the next is a repeat.
+    pub fn continue_from(&mut self, older: &mut Tally) {
+        if older.recent.len() == self.recent.len() {
+            std::mem::swap(&mut self.recent, &mut older.recent);
+        }
+    }
+
+    /// What this tally counts with.
+    pub fn sources(&self) -> &Arc<Sources> {
+        &self.sources
     }
 
     /// Names an input, for the report.
@@ -350,7 +369,11 @@ impl Tally {
             }
             (Some((robots, _)), _) => Some(("*".to_owned(), robots.group("*"))),
         };
+        let seed = self
+            .hasher
+            .hash_one((&name, sources.classifier.class_name(class)));
         self.rows.push(RowTally {
+            seed,
             robot: name,
             human: robot == Robot::Human,
             class,
@@ -410,7 +433,7 @@ impl Tally {
             self.scratch.extend_from_slice(q);
         }
         let url = cut(&self.scratch);
-        let fingerprint = self.hasher.hash_one((r, url)) | 1;
+        let fingerprint = self.hasher.hash_one((self.rows[r].seed, url)) | 1;
         let slots = self.recent.len();
         let slot = &mut self.recent[(fingerprint >> 40) as usize & (slots - 1)];
         let repeat = slot.0 == fingerprint && (0..REPEAT_WINDOW).contains(&(e.time - slot.1));
@@ -469,10 +492,7 @@ impl Tally {
             requests: t.requests + r.volume.requests,
             bytes: t.bytes + r.volume.bytes,
         });
-        let share = |n: u64| match total.requests {
-            0 => 0.0,
-            all => n as f64 / all as f64,
-        };
+        let share = |n: u64| merge::share(n, total.requests);
         let counted = self.input.counted > 0;
         let (start, len) = match counted {
             true => {
@@ -537,32 +557,7 @@ impl Tally {
                 .then(a.1.class.cmp(&b.1.class))
         });
         let rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
-        let mut classes: BTreeMap<&str, (Volume, Vec<u64>)> = BTreeMap::new();
-        for row in &rows {
-            let (volume, chart) = classes
-                .entry(&row.class)
-                .or_insert_with(|| (Volume::default(), vec![0; len]));
-            volume.requests += row.volume.requests;
-            volume.bytes += row.volume.bytes;
-            for (sum, n) in chart.iter_mut().zip(&row.chart) {
-                *sum += n;
-            }
-        }
-        let mut classes: Vec<ClassSummary> = classes
-            .into_iter()
-            .map(|(class, (volume, chart))| ClassSummary {
-                class: class.to_owned(),
-                volume,
-                share: share(volume.requests),
-                chart,
-            })
-            .collect();
-        classes.sort_by(|a, b| {
-            b.volume
-                .requests
-                .cmp(&a.volume.requests)
-                .then(a.class.cmp(&b.class))
-        });
+        let (classes, ai) = merge::summaries(&rows, len, total.requests);
         let operators_summary = self
             .operators
             .iter()
@@ -577,33 +572,6 @@ impl Tally {
                 unverified: t.verification.unverified,
                 spoofed: t.verification.spoofed,
                 spoofer_blocks: t.blocks.top(SHOWN),
-            })
-            .collect();
-        let ai = AiKind::ALL
-            .iter()
-            .filter_map(|&kind| {
-                let mine: Vec<&Row> = rows
-                    .iter()
-                    .filter(|r| r.ai.as_deref() == Some(kind.as_str()))
-                    .collect();
-                if mine.is_empty() {
-                    return None;
-                }
-                Some(AiSummary {
-                    purpose: kind.as_str().to_owned(),
-                    volume: mine.iter().fold(Volume::default(), |t, r| Volume {
-                        requests: t.requests + r.volume.requests,
-                        bytes: t.bytes + r.volume.bytes,
-                    }),
-                    robots: mine
-                        .iter()
-                        .map(|r| Count {
-                            key: r.robot.clone(),
-                            requests: r.volume.requests,
-                            error: 0,
-                        })
-                        .collect(),
-                })
             })
             .collect();
         let mut ranges = sources.ranges_used.clone();

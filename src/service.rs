@@ -79,7 +79,8 @@ where
     let head = req.method() == Method::HEAD;
     let tls = conn.scheme == "https";
     let outcome = Outcome {
-        request: shared.access_log.then(|| {
+        // What the access log and the live report show.
+        request: (shared.access_log || shared.report.is_some()).then(|| {
             let client = shared.upstream.client_addr(conn.peer.ip(), req.headers());
             Box::new(RequestLine::of(&req, client))
         }),

@@ -88,3 +88,41 @@ fn sitemap_serving_benchmark_smoke() {
         assert!(!cells[3].starts_with("0;"), "no requests: {row}");
     }
 }
+
+/// The crawl report benchmark's log generator on a tiny size: every line
+/// is nginx's combined format, the same seed gives the same bytes, and
+/// `crawlgate report` counts every line as a request.
+#[test]
+fn report_log_generator_smoke() {
+    if required_tool("python3", REQUIRE_BENCH).is_none() {
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let generate = |seed: &str| {
+        let out = Command::new("python3")
+            .arg(format!("{root}/bench/report_log.py"))
+            .args(["--lines", "2000", "--seed", seed, "--out", "-"])
+            .output()
+            .expect("run bench/report_log.py");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("the log is UTF-8")
+    };
+    let log = generate("1");
+    assert_eq!(log, generate("1"), "the same seed gives the same log");
+    assert_ne!(log, generate("2"), "another seed, another log");
+    let combined = regex::Regex::new(
+        r#"^[0-9a-f.:]+ - - \[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\] "(GET|HEAD|POST) /\S* HTTP/(1\.1|2\.0)" \d{3} \d+ "[^"]*" "[^"]+"$"#,
+    )
+    .expect("the pattern compiles");
+    assert_eq!(log.lines().count(), 2000);
+    for line in log.lines() {
+        assert!(
+            combined.is_match(line),
+            "not nginx's combined format: {line}"
+        );
+    }
+}

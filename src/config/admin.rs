@@ -12,12 +12,15 @@ use super::{invalid, ConfigError};
 pub struct RawAdmin {
     /// Address of the metrics and health listener (off when absent).
     pub listen: Option<String>,
+    /// Keep the live crawl report for `/report` (default true).
+    pub report: Option<bool>,
 }
 
-/// `[admin]`, validated: the listener's address, when on.
-pub(super) fn admin_listen(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigError> {
-    let RawAdmin { listen } = raw;
-    listen
+/// `[admin]`, validated: the listener's address, when on, and whether
+/// the live crawl report is kept (only with a listener to read it).
+pub(super) fn admin_config(raw: RawAdmin) -> Result<(Option<SocketAddr>, bool), ConfigError> {
+    let RawAdmin { listen, report } = raw;
+    let listen = listen
         .map(|a| {
             a.parse::<SocketAddr>().map_err(|_| {
                 invalid(
@@ -26,5 +29,6 @@ pub(super) fn admin_listen(raw: RawAdmin) -> Result<Option<SocketAddr>, ConfigEr
                 )
             })
         })
-        .transpose()
+        .transpose()?;
+    Ok((listen, listen.is_some() && report.unwrap_or(true)))
 }

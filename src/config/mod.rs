@@ -29,7 +29,7 @@ use std::time::Duration;
 use http::header::HeaderValue;
 use serde::Deserialize;
 
-use admin::admin_listen;
+use admin::admin_config;
 use ai::ai_config;
 use bot_cache::bot_cache_config;
 use limits::limits_config;
@@ -343,6 +343,9 @@ pub struct Config {
     pub access_log: bool,
     /// Their format.
     pub log_format: LogFormat,
+    /// Keep the live crawl report (`admin.report`, with an admin
+    /// listener to read it).
+    pub live_report: bool,
     /// Resource limits.
     pub limits: Limits,
     /// The HTTPS listener, if any.
@@ -409,7 +412,7 @@ impl Config {
             ai,
         } = raw;
         let (access_log, log_format, log_file) = log_config(log)?;
-        let admin_listen = admin_listen(admin)?;
+        let (admin_listen, live_report) = admin_config(admin)?;
         let (limits, max_connections) = limits_config(limits)?;
         let listen = listen.unwrap_or_else(|| "127.0.0.1:8080".to_owned());
         let listen = listen.parse().map_err(|_| {
@@ -459,6 +462,7 @@ impl Config {
             robots_extra,
             access_log,
             log_format,
+            live_report,
             limits,
             tls,
             shed: shed_config(shed)?,

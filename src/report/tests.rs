@@ -109,3 +109,58 @@ fn an_empty_log_is_an_empty_report() {
         (0, 0, None)
     );
 }
+
+/// The test site's log, split in two by time and merged, is the report
+/// of the whole log (its top lists hold every key, so nothing is lost),
+/// but for the repeats that span the split: each part tells repeats by
+/// its own table of recent URLs.
+#[test]
+fn a_log_split_in_two_and_merged_is_the_whole_log() {
+    let log = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/report/site.log"
+    ))
+    .expect("site.log");
+    let sources = Arc::new(sources());
+    let tally = |filter: Filter| {
+        let mut tally = Tally::new(Arc::clone(&sources), filter, Capacity::FILE);
+        for line in log.split(|&b| b == b'\n') {
+            tally.line(line);
+        }
+        tally.finish("test".into())
+    };
+    let nine = 1_796_115_600; // 2026-12-01T09:00:00Z
+    let whole = tally(Filter::default());
+    let early = tally(Filter {
+        until: Some(nine),
+        ..Filter::default()
+    });
+    let late = tally(Filter {
+        since: Some(nine),
+        ..Filter::default()
+    });
+    assert!(early.input.counted > 0 && late.input.counted > 0);
+    let merged = merge::merge(&[early, late], "test".into());
+    let json = |r: &Report| {
+        let mut v = serde_json::to_value(r).expect("json");
+        v["input"] = serde_json::Value::Null;
+        for row in v["rows"].as_array_mut().expect("rows") {
+            row["waste"]["repeats"] = serde_json::Value::Null;
+            row["waste"]["total"] = serde_json::Value::Null;
+        }
+        v
+    };
+    let google = |r: &Report| {
+        r.rows
+            .iter()
+            .find(|r| r.robot == "Googlebot" && r.class == "search")
+            .map(|r| r.waste.repeats)
+    };
+    assert_eq!(
+        (google(&whole), google(&merged)),
+        (Some(8), Some(4)),
+        "four repeats span 09:00"
+    );
+    assert_eq!(json(&merged), json(&whole));
+    assert_eq!(merged.input.counted, whole.input.counted);
+}

@@ -20,6 +20,7 @@ use crate::access_log::AccessLog;
 use crate::cache::BotCache;
 use crate::config::{Config, VerifyConfig};
 use crate::metrics::Metrics;
+use crate::report::live::LiveReport;
 use crate::shed::Load;
 use crate::verify::dns::{self, DnsSetup};
 use crate::verify::signature::{self, Directories};
@@ -38,6 +39,8 @@ pub struct Process {
     /// The crawler operators' range lists, for verification.
     pub ranges: Arc<RangeStore>,
     log: OnceLock<AccessLog>,
+    /// The live crawl report (`/report`), kept across reloads.
+    pub report: LiveReport,
     /// The caches of the snapshot in effect.
     caches: Mutex<Caches>,
 }
@@ -86,6 +89,7 @@ impl Process {
             load: Load::default(),
             ranges,
             log: OnceLock::new(),
+            report: LiveReport::new(),
             caches: Mutex::new(Caches::default()),
         }
     }

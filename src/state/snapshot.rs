@@ -11,6 +11,9 @@ use crate::config::{Config, Limits, LogFormat, Mode, Spoofed, VerifyConfig, UNKN
 use crate::metrics::RequestCounters;
 use crate::policy::{LiveClasses, Policy};
 use crate::proxy::{Upstream, UpstreamTlsError};
+use crate::report::model::RangesUsed;
+use crate::report::Sources as ReportSources;
+use crate::robots::matcher::RobotsTxt;
 use crate::robots::Robots;
 use crate::rules::{RuleLists, RulesError};
 use crate::shed::{ShedPolicy, UnknownClass};
@@ -61,6 +64,8 @@ pub struct Snapshot {
     pub counters: Arc<RequestCounters>,
     /// The access log's format.
     pub log_format: LogFormat,
+    /// What the live crawl report counts with (`None`: not kept).
+    pub report: Option<Arc<ReportSources>>,
     /// The process's caches this configuration uses (the robots cache
     /// when on, DNS answers, key directories).
     pub caches: Caches,
@@ -215,10 +220,27 @@ impl Snapshot {
             robots = robots.with_ai(ai, &operators);
         }
         let class_values = Arc::new(ClassValues::new(&classifier));
+        let classifier = Arc::new(classifier);
+        // The live report measures robots.txt compliance against the
+        // robots.txt this configuration serves (its fixed part).
+        let report = config.live_report.then(|| {
+            Arc::new(ReportSources {
+                classifier: Arc::clone(&classifier),
+                operators: Arc::clone(&operators),
+                ranges: Default::default(),
+                loaded: 0,
+                ranges_used: RangesUsed::default(),
+                robots: Some((
+                    RobotsTxt::parse(robots.fixed_body()),
+                    "synthesized by this configuration".to_owned(),
+                )),
+                blocked_params: config.blocked_params.clone(),
+            })
+        });
         Ok(Self {
             mode: config.mode,
             policy: Arc::new(Policy {
-                classifier: Arc::new(classifier),
+                classifier,
                 blocked_params: config.blocked_params.clone(),
                 redirect: config.redirect.clone(),
                 shed,
@@ -245,6 +267,7 @@ impl Snapshot {
             process,
             counters,
             log_format: config.log_format,
+            report,
             verify,
             class_values,
             operators,
