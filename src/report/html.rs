@@ -222,12 +222,17 @@ fn robots_table(s: &mut String, r: &Report) -> fmt::Result {
     if r.rows.is_empty() {
         return Ok(());
     }
+    // The robots.txt column only when one was read.
+    let compliance = r.robots_txt.is_some();
     s.push_str(
         "<h3>Robots</h3>\n<table class=\"robots\"><thead><tr><th>#</th><th>Robot</th><th>Class</th>\
          <th>Operator</th><th class=\"n\">Requests</th><th>Share</th><th class=\"n\">Bytes</th>\
-         <th class=\"n\">Verified</th><th class=\"n\">Spoofed</th><th class=\"n\">Waste</th>\
-         <th class=\"n\">Disallowed</th><th>Per bucket</th></tr></thead><tbody>\n",
+         <th class=\"n\">Verified</th><th class=\"n\">Spoofed</th><th class=\"n\">Waste</th>",
     );
+    if compliance {
+        s.push_str("<th class=\"n\">Disallowed</th>");
+    }
+    s.push_str("<th>Per bucket</th></tr></thead><tbody>\n");
     let humans = r.rows.iter().enumerate().filter(|(_, row)| is_human(row));
     let robots = r.rows.iter().enumerate().filter(|(_, row)| !is_human(row));
     for (i, row) in robots.chain(humans) {
@@ -238,7 +243,7 @@ fn robots_table(s: &mut String, r: &Report) -> fmt::Result {
             s,
             "<tr{}><td class=\"n\">{}</td><td><a href=\"#robot-{i}\">{}</a></td><td>{}</td><td>{}</td>\
              <td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n{}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>",
+             <td class=\"n{}\">{}</td><td class=\"n\">{}</td>",
             if is_human(row) { " class=\"human\"" } else { "" },
             i + 1,
             Esc(&row.robot),
@@ -251,8 +256,15 @@ fn robots_table(s: &mut String, r: &Report) -> fmt::Result {
             if v.spoofed > 0 { " bad" } else { "" },
             dash(claims > 0, group(v.spoofed)),
             dash(!is_human(row), percent(ratio(row.waste.total, row.volume.requests))),
-            row.robots_txt.as_ref().map_or("–".to_owned(), |c| group(c.disallowed)),
         )?;
+        if compliance {
+            let disallowed = row
+                .robots_txt
+                .as_ref()
+                .map_or("–".to_owned(), |c| group(c.disallowed));
+            write!(s, "<td class=\"n\">{disallowed}</td>")?;
+        }
+        s.push_str("<td>");
         sparkline(s, &row.chart, tone(r, &row.class))?;
         s.push_str("</td></tr>\n");
     }

@@ -433,7 +433,14 @@ impl Table {
     }
 
     fn write(&self, s: &mut String, width: usize) -> fmt::Result {
-        let mut shown: Vec<bool> = vec![true; self.cols.len()];
+        // An optional column that says nothing ("-" in every row) is left out.
+        let mut shown: Vec<bool> = (0..self.cols.len())
+            .map(|c| {
+                self.cols[c].drop == 0
+                    || self.rows.is_empty()
+                    || self.rows.iter().any(|r| r.get(c).is_some_and(|v| v != "-"))
+            })
+            .collect();
         let mut widths: Vec<usize> = self
             .cols
             .iter()

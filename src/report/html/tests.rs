@@ -103,3 +103,11 @@ fn a_long_chart_is_folded_and_odd_buckets_do_not_panic() {
     let end = page[first..].find("</svg>").expect("closed") + first;
     assert!(page[first..end].matches("<rect").count() <= chart::MAX_BARS * (MAX_SERIES + 1));
 }
+
+#[test]
+fn the_disallowed_column_only_with_a_robots_txt() {
+    let mut r = hostile();
+    assert!(render(&r).contains("<th class=\"n\">Disallowed</th>"));
+    r.robots_txt = None;
+    assert!(!render(&r).contains("<th class=\"n\">Disallowed</th>"));
+}

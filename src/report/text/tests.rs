@@ -244,3 +244,11 @@ fn numbers_sizes_and_sparklines() {
     assert_eq!(fold(&[1, 2, 3, 4, 5], 2), vec![6, 9]);
     assert_eq!(spark(&[u64::MAX, 1], 2), "█▁");
 }
+
+#[test]
+fn a_column_that_says_nothing_is_left_out() {
+    let mut r = hostile();
+    assert!(render(&r, 132).contains("disallow"));
+    r.rows.iter_mut().for_each(|row| row.robots_txt = None);
+    assert!(!render(&r, 132).contains("disallow"));
+}
