@@ -156,7 +156,7 @@ fn summary(s: &mut String, r: &Report) -> fmt::Result {
         if n < MAX_SERIES {
             series.push(Series {
                 name: c.class.clone(),
-                tone: tone(&c.class, n),
+                tone: tone(r, &c.class),
                 values: c.chart.clone(),
             });
         } else {
@@ -202,12 +202,12 @@ fn classes(s: &mut String, r: &Report) -> fmt::Result {
         "<h3>Classes</h3>\n<table class=\"classes\"><thead><tr><th>Class</th>\
          <th class=\"n\">Requests</th><th>Share</th><th class=\"n\">Bytes</th></tr></thead><tbody>\n",
     );
-    for (n, c) in r.classes.iter().enumerate() {
+    for c in &r.classes {
         writeln!(
             s,
             "<tr><td><span class=\"sw p{}\"></span>{}</td><td class=\"n\">{}</td><td>{}</td>\
              <td class=\"n\">{}</td></tr>",
-            tone(&c.class, n),
+            tone(r, &c.class),
             Esc(&c.class),
             group(c.volume.requests),
             share_bar(c.share),
@@ -253,7 +253,7 @@ fn robots_table(s: &mut String, r: &Report) -> fmt::Result {
             dash(!is_human(row), percent(ratio(row.waste.total, row.volume.requests))),
             row.robots_txt.as_ref().map_or("–".to_owned(), |c| group(c.disallowed)),
         )?;
-        sparkline(s, &row.chart, tone(&row.class, 0))?;
+        sparkline(s, &row.chart, tone(r, &row.class))?;
         s.push_str("</td></tr>\n");
     }
     s.push_str("</tbody></table>\n");
@@ -388,7 +388,7 @@ fn robot(s: &mut String, r: &Report, i: usize, row: &Row) -> fmt::Result {
     )?;
     let series = [Series {
         name: row.robot.clone(),
-        tone: tone(&row.class, 0),
+        tone: tone(r, &row.class),
         values: row.chart.clone(),
     }];
     chart_svg(s, r, &series, 150)?;
@@ -508,7 +508,7 @@ fn humans(s: &mut String, r: &Report) -> fmt::Result {
         let series = [
             Series {
                 name: row.robot.clone(),
-                tone: tone(&row.class, 0),
+                tone: tone(r, &row.class),
                 values: row.chart.clone(),
             },
             Series {
@@ -653,9 +653,9 @@ fn inline_counts(s: &mut String, counts: &[Count], max: usize) -> fmt::Result {
     Ok(())
 }
 
-/// The colour of a class: fixed for the usual ones, else by position.
-fn tone(class: &str, n: usize) -> usize {
-    match class {
+/// The colour of the usual classes.
+fn fixed_tone(class: &str) -> Option<usize> {
+    Some(match class {
         "human" => 0,
         "search" => 1,
         "ai" => 2,
@@ -666,8 +666,28 @@ fn tone(class: &str, n: usize) -> usize {
         "preview" => 7,
         "feed" => 8,
         "archiver" => 9,
-        _ => [10, 11, 7, 8, 9][n % 5],
+        _ => return None,
+    })
+}
+
+/// The colour of a class in `r`: fixed for the usual ones; the others,
+/// in the order of `r.classes`, take the colours no class of `r` has.
+fn tone(r: &Report, class: &str) -> usize {
+    if let Some(t) = fixed_tone(class) {
+        return t;
     }
+    let taken: Vec<usize> = r
+        .classes
+        .iter()
+        .filter_map(|c| fixed_tone(&c.class))
+        .collect();
+    let free: Vec<usize> = [10, 11, 9, 8, 7, 6, 4, 3]
+        .into_iter()
+        .filter(|t| !taken.contains(t))
+        .collect();
+    let others = r.classes.iter().filter(|c| fixed_tone(&c.class).is_none());
+    let n = others.take_while(|c| c.class != class).count();
+    free.get(n % free.len().max(1)).copied().unwrap_or(11)
 }
 
 fn add(sum: &mut Vec<u64>, values: &[u64]) {

@@ -40,10 +40,12 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     let sums: Vec<u64> = (0..bars)
         .map(|b| sum(folded.iter().map(|v| v.get(b).copied().unwrap_or(0))))
         .collect();
-    let (step, top) = scale(sums.iter().copied().max().unwrap_or(0));
     let h = f64::from(height);
     let plot_w = W - LEFT - RIGHT;
     let plot_h = h - TOP - BOTTOM;
+    // A gridline every 28 units at the closest.
+    let lines = (plot_h / 28.0).max(2.0) as u64;
+    let (step, top) = scale(sums.iter().copied().max().unwrap_or(0), lines);
     let y = |v: f64| TOP + plot_h * (1.0 - v / top as f64);
     let names: Vec<String> = series.iter().map(|x| x.name.clone()).collect();
     writeln!(
@@ -150,13 +152,14 @@ pub(super) fn chart_svg(s: &mut String, r: &Report, series: &[Series], height: u
     Ok(())
 }
 
-/// A gridline step and the chart's top (a multiple of it) for `max`.
-fn scale(max: u64) -> (u64, u64) {
+/// A gridline step and the chart's top (a multiple of it) for `max`,
+/// with at most `lines` steps.
+fn scale(max: u64, lines: u64) -> (u64, u64) {
     let mut step = 1u64;
     loop {
         for m in [1, 2, 5] {
             let s = step.saturating_mul(m);
-            if max.div_ceil(s) <= 4 {
+            if max.div_ceil(s) <= lines || s == u64::MAX {
                 return (s, max.div_ceil(s).max(1).saturating_mul(s));
             }
         }
@@ -286,11 +289,13 @@ mod tests {
 
     #[test]
     fn scales_and_labels() {
-        assert_eq!(scale(0), (1, 1));
-        assert_eq!(scale(4), (1, 4));
-        assert_eq!(scale(7), (2, 8));
-        assert_eq!(scale(950), (500, 1000));
-        assert!(scale(u64::MAX).1 >= u64::MAX / 2);
+        assert_eq!(scale(0, 4), (1, 1));
+        assert_eq!(scale(4, 4), (1, 4));
+        assert_eq!(scale(7, 4), (2, 8));
+        assert_eq!(scale(950, 4), (500, 1000));
+        assert_eq!(scale(6100, 8), (1000, 7000));
+        assert!(scale(u64::MAX, 4).1 >= u64::MAX / 2);
+        assert!(scale(u64::MAX, 0).1 >= u64::MAX / 2);
         assert_eq!(compact(12_345), "12k");
         assert_eq!(compact(2_500_000), "2.5M");
         assert_eq!(when(1_714_521_600, true), "05-01 00:00");
