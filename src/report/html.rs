@@ -442,14 +442,7 @@ fn robot(s: &mut String, r: &Report, i: usize, row: &Row) -> fmt::Result {
 }
 
 fn status(s: &mut String, st: &Status) -> fmt::Result {
-    let parts = [
-        ("2xx", st.s2xx),
-        ("3xx", st.s3xx),
-        ("304", st.s304),
-        ("4xx", st.s4xx),
-        ("5xx", st.s5xx),
-        ("other", st.other),
-    ];
+    let parts = st.parts();
     let segments: Vec<(usize, u64, &str)> = parts
         .iter()
         .enumerate()

@@ -182,6 +182,21 @@ pub struct Status {
     pub other: u64,
 }
 
+impl Status {
+    /// Each part with its name (`2xx`, `3xx`, `304`, `4xx`, `5xx`,
+    /// `other`), in that order: what every form shows.
+    pub fn parts(&self) -> [(&'static str, u64); 6] {
+        [
+            ("2xx", self.s2xx),
+            ("3xx", self.s3xx),
+            ("304", self.s304),
+            ("4xx", self.s4xx),
+            ("5xx", self.s5xx),
+            ("other", self.other),
+        ]
+    }
+}
+
 /// Verification of a robot's claims.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Verification {

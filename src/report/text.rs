@@ -262,18 +262,12 @@ fn details(s: &mut String, r: &Report, width: usize) -> fmt::Result {
         writeln!(s, "   {}", cut(&volume, room))?;
         let n = row.volume.requests;
         let st = &row.status;
-        let mix: Vec<String> = [
-            ("2xx", st.s2xx),
-            ("3xx", st.s3xx),
-            ("304", st.s304),
-            ("4xx", st.s4xx),
-            ("5xx", st.s5xx),
-            ("other", st.other),
-        ]
-        .iter()
-        .filter(|(_, c)| *c > 0)
-        .map(|(name, c)| format!("{name} {}", percent(ratio(*c, n))))
-        .collect();
+        let mix: Vec<String> = st
+            .parts()
+            .iter()
+            .filter(|(_, c)| *c > 0)
+            .map(|(name, c)| format!("{name} {}", percent(ratio(*c, n))))
+            .collect();
         list(s, "   status", &mix, width)?;
         let v = &row.verification;
         if row.operator.is_some() || sum([v.verified, v.unverified, v.spoofed]) > 0 {
