@@ -96,7 +96,9 @@ impl Pending {
         if let Some(sources) = &snapshot.report {
             snapshot.process.report.record_outcome(sources, &outcome);
         }
-        if let Some(log) = snapshot.process.access_log() {
+        // The request line is kept for the live report too: only the
+        // access log's own switch sends it to the log.
+        if let (true, Some(log)) = (snapshot.access_log, snapshot.process.access_log()) {
             if !log.send(
                 outcome,
                 snapshot.log_format,

@@ -72,9 +72,23 @@ pub struct Filter {
 pub const MAX_BUCKETS: i64 = 2048;
 /// Keys longer than this are cut before counting.
 pub const MAX_KEY: usize = 512;
-/// Query strings seen for one path before its requests with a query
-/// count as query variants.
+/// Query strings seen for one page (a path and its first query
+/// parameter: `/doku.php?id=start`, `/list.php?cat=3`) before its
+/// requests count as query variants. The first parameter is the page's
+/// own: a site that addresses its pages by query string
+/// (`/index.php?title=…`) is not faceted navigation.
 pub const VARIANTS: u32 = 5;
+/// Query parameters that carry a session id: every URL with one is a
+/// query variant of the URL without it.
+const SESSION_PARAMS: [&[u8]; 7] = [
+    b"phpsessid",
+    b"sid",
+    b"sessionid",
+    b"session_id",
+    b"jsessionid",
+    b"zenid",
+    b"oscsid",
+];
 /// A URL fetched again within this many seconds is a repeat.
 const REPEAT_WINDOW: i64 = 3600;
 /// How many of each top list are shown.
@@ -148,8 +162,10 @@ struct RowTally {
     waste: Waste,
     disallowed: u64,
     disallowed_paths: TopK<()>,
-    /// Per path: a 64-bit sketch of the query strings seen with it.
-    paths: TopK<u64>,
+    paths: TopK<()>,
+    /// Per page (path and first query parameter): a 64-bit sketch of
+    /// the rest of the query strings seen with it.
+    pages: TopK<u64>,
     patterns: TopK<()>,
 }
 
@@ -388,6 +404,7 @@ impl Tally {
             disallowed: 0,
             disallowed_paths: TopK::new(self.capacity.disallowed),
             paths: TopK::new(self.capacity.paths),
+            pages: TopK::new(self.capacity.paths),
             patterns: TopK::new(self.capacity.patterns),
         });
         let row = self.rows.len() - 1;
@@ -403,7 +420,6 @@ impl Tally {
         let bucket = e.time.div_euclid(self.width);
         let path = cut(&e.path);
         let query = e.query.as_deref().map(cut);
-        let query_bit = query.map(|q| 1u64 << (self.hasher.hash_one(q) & 63));
         let row = &mut self.rows[r];
         row.volume.requests += 1;
         row.volume.bytes += e.bytes;
@@ -417,9 +433,23 @@ impl Tally {
             500..=599 => status.s5xx += 1,
             _ => status.other += 1,
         }
-        let seen = row.paths.add(path);
-        *seen |= query_bit.unwrap_or(0);
-        let variants = seen.count_ones();
+        row.paths.add(path);
+        let variant = match query {
+            Some(q) if is_robot => {
+                let (first, rest) = match q.iter().position(|&b| b == b'&') {
+                    Some(amp) => (&q[..amp], &q[amp + 1..]),
+                    None => (q, &b""[..]),
+                };
+                self.scratch.clear();
+                self.scratch.extend_from_slice(path);
+                self.scratch.push(b'?');
+                self.scratch.extend_from_slice(first);
+                let seen = row.pages.add(cut(&self.scratch));
+                *seen |= 1u64 << (self.hasher.hash_one(rest) & 63);
+                seen.count_ones() >= VARIANTS || has_session_id(q)
+            }
+            _ => false,
+        };
         pattern(path, query, &mut self.scratch);
         row.patterns.add(&self.scratch);
         if !is_robot {
@@ -459,7 +489,7 @@ impl Tally {
             &mut waste.redirects
         } else if repeat {
             &mut waste.repeats
-        } else if query.is_some() && variants >= VARIANTS {
+        } else if variant {
             &mut waste.query_variants
         } else {
             return;
@@ -624,6 +654,14 @@ fn block_of(ip: std::net::IpAddr) -> String {
             }
         },
     }
+}
+
+/// Whether a query names a session-id parameter ([`SESSION_PARAMS`]).
+fn has_session_id(query: &[u8]) -> bool {
+    query.split(|&b| b == b'&').any(|pair| {
+        let name = pair.split(|&b| b == b'=').next().unwrap_or(pair);
+        SESSION_PARAMS.iter().any(|s| name.eq_ignore_ascii_case(s))
+    })
 }
 
 /// At most [`MAX_KEY`] bytes.

@@ -167,3 +167,31 @@ async fn report_false_turns_the_live_report_off() {
     }
     proxy.stop().await;
 }
+
+/// The request line the live report keeps is not an access-log line:
+/// with `[log] access = false` nothing is written, report or not.
+#[tokio::test]
+async fn the_live_report_writes_no_access_log_when_the_log_is_off() {
+    let upstream = Upstream::start().await;
+    let proxy = Proxy::start_with(
+        "[log]\naccess = false\nfile = \"access.log\"\n",
+        overrides(&upstream),
+    )
+    .await;
+    let admin = proxy.admin_addr.expect("admin listener");
+    for _ in 0..3 {
+        assert_eq!(
+            get(proxy.addr, "example.com", "/", Some(GOOGLEBOT))
+                .await
+                .status,
+            200
+        );
+    }
+    assert_eq!(report_json(admin).await["input"]["counted"], 3);
+    // The writer batches for 20 ms: give it ten times that.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let log = proxy.config_path.parent().expect("dir").join("access.log");
+    let lines = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(lines, "", "no access-log line with log.access off");
+    proxy.stop().await;
+}

@@ -353,6 +353,11 @@ fn write_report(report: &Report, args: &ReportArgs) -> Outcome {
                 let mut out = io::BufWriter::new(file.as_file_mut());
                 render(&mut out).and_then(|()| out.flush()).map_err(fail)?;
             }
+            // A report is for reading: not the temporary file's 0600.
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+                .map_err(fail)?;
             file.persist(path).map_err(|err| fail(err.error))?;
             Ok(())
         }

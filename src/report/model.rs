@@ -224,9 +224,10 @@ pub struct Waste {
     pub redirects: u64,
     /// The same URL fetched again within the hour.
     pub repeats: u64,
-    /// A path fetched under many query strings (faceted navigation,
-    /// session ids): requests with a query to a path seen with at least
-    /// five of them.
+    /// A page fetched under many query strings (faceted navigation,
+    /// session ids): requests to a page (a path and its first query
+    /// parameter) seen with at least five different rests of the query,
+    /// and any request with a session-id parameter.
     pub query_variants: u64,
     /// The sum.
     pub total: u64,

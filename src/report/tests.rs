@@ -164,3 +164,39 @@ fn a_log_split_in_two_and_merged_is_the_whole_log() {
     assert_eq!(json(&merged), json(&whole));
     assert_eq!(merged.input.counted, whole.input.counted);
 }
+
+/// A site that addresses its pages by query string is not faceted
+/// navigation; sort orders of one page are, and so is a session id.
+#[test]
+fn query_variants_are_of_one_page_not_of_a_script() {
+    let mut tally = Tally::new(Arc::new(sources()), Filter::default(), Capacity::FILE);
+    let bot = "Mozilla/5.0 (compatible; AhrefsBot/7.0)";
+    for i in 0..20 {
+        tally.line(
+            line(
+                "01/Dec/2026:10:00:00",
+                &format!("/doku.php?id=page{i}"),
+                bot,
+            )
+            .as_bytes(),
+        );
+    }
+    for i in 0..8 {
+        tally.line(
+            line(
+                "01/Dec/2026:10:00:00",
+                &format!("/list.php?cat=3&sort={i}"),
+                bot,
+            )
+            .as_bytes(),
+        );
+    }
+    tally.line(line("01/Dec/2026:10:00:00", "/a?PHPSESSID=x1", bot).as_bytes());
+    let report = tally.finish("test".into());
+    assert_eq!(
+        report.rows[0].waste.query_variants,
+        4 + 1,
+        "{:?}",
+        report.rows[0].waste
+    );
+}
