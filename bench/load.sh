@@ -24,6 +24,10 @@
 # VERIFY (1: also run crawlgate-verify, the same build with crawler
 # verification on, lists from bench/ranges/ (bench/crawlgate-verify.toml):
 # what verification costs the mixed traffic, against crawlgate with it off),
+# REPORT (1: instead of the usual proxies, only crawlgate-report and
+# crawlgate-noreport, the same build both with an admin listener, the live
+# crawl report on and off (bench/crawlgate-noreport.toml): what the report
+# costs per request),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,8 +124,11 @@ start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
 
 ADMIN_PORT=$((BASE + 6))
 SCRAPER_PID=
-start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); config
+start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); config; admin
     local config=${3:-bench/crawlgate.toml} bin=${2:-$CRAWLGATE_BIN} admin=()
+    # admin: the listener (scraped) with the access log off too, as the
+    # live report needs one.
+    [[ ${4:-} == admin ]] && admin=(--admin-listen "127.0.0.1:$ADMIN_PORT")
     if [[ $1 == file ]]; then
         # The copy lives in $RUN: paths relative to bench/ are made absolute.
         sed -e 's/^access = false/access = true/' -e "s|= \"ranges/|= \"$ROOT/bench/ranges/|" \
@@ -164,6 +171,8 @@ start_proxy() {
         crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN"; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-protect) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-protect.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-verify) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-verify.toml; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-report) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-noreport) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-noreport.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -253,6 +262,7 @@ PROXIES=(crawlgate nginx-lean)
 [[ -n ${BASELINE_BIN:-} ]] && PROXIES=(crawlgate-baseline "${PROXIES[@]}")
 [[ ${PROTECT:-0} == 1 ]] && PROXIES=(crawlgate-protect "${PROXIES[@]}")
 [[ ${VERIFY:-0} == 1 ]] && PROXIES=(crawlgate-verify "${PROXIES[@]}")
+[[ ${REPORT:-0} == 1 ]] && PROXIES=(crawlgate-report crawlgate-noreport)
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
 [[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0

@@ -48,7 +48,17 @@ def main() -> int:
     print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for name in ["pass", "mixed", "mixed-logged", "robots"]:
-        for proxy in ["origin", "crawlgate-baseline", "crawlgate", "crawlgate-protect", "crawlgate-verify", "nginx-lean", "nginx"]:
+        for proxy in [
+            "origin",
+            "crawlgate-baseline",
+            "crawlgate",
+            "crawlgate-protect",
+            "crawlgate-verify",
+            "crawlgate-report",
+            "crawlgate-noreport",
+            "nginx-lean",
+            "nginx",
+        ]:
             if (name, proxy) not in runs:
                 continue
             print(
@@ -106,6 +116,37 @@ def main() -> int:
 
     on_off("crawlgate-protect", "Shedding and the robots cache")
     on_off("crawlgate-verify", "Crawler verification")
+
+    def spread(vals):
+        """Half of max − min over the rounds, as a share of their median."""
+        return f"±{50 * (max(vals) - min(vals)) / statistics.median(vals):.1f} %" if vals else "-"
+
+    if any(p == "crawlgate-report" for _, p in runs):
+        on_name, off_name = "crawlgate-report", "crawlgate-noreport"
+        print(f"\nThe live report on ({on_name}) against off ({off_name}), side by side;")
+        print("spread: half of max − min over the rounds, as a share of their median;")
+        print("each round: CPU µs/req in run order, and on ÷ off round by round\n")
+        print("| scenario | report | req/s | spread | p99 ms | spread | CPU µs/req | spread | CPU each round |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        for name in ["mixed", "pass", "mixed-logged"]:
+            on, off = runs.get((name, on_name), []), runs.get((name, off_name), [])
+            if not on or not off:
+                continue
+            for label, proxy, rows in [("on", on_name, on), ("off", off_name, off)]:
+                cpu = [r["cpu"] for r in rows if r["cpu"] is not None]
+                print(
+                    f"| {name} | {label} | {fmt(med(name, proxy, 'rps'), ',.0f')} | "
+                    f"{spread([r['rps'] for r in rows])} | "
+                    f"{fmt(med(name, proxy, 'p99'), '.2f')} | {spread([r['p99'] for r in rows])} | "
+                    f"{fmt(med(name, proxy, 'cpu'), '.2f')} | {spread(cpu)} | "
+                    f"{' '.join(f'{c:.2f}' for c in cpu)} |"
+                )
+            each = [a["cpu"] / b["cpu"] for a, b in zip(on, off) if a["cpu"] and b["cpu"]]
+            cells = [ratio(med(name, on_name, key), med(name, off_name, key)) for key in ("rps", "p99", "cpu")]
+            print(
+                f"| {name} | on ÷ off | {cells[0]} | | {cells[1]} | | {cells[2]} | | "
+                f"{' '.join(f'{r:.3f}' for r in each)} |"
+            )
 
     print("\n## Memory and streaming\n")
     want = stream_mib * 1024 * 1024
