@@ -27,7 +27,7 @@ use crate::classify::{ClassId, Classifier, Reason, UaClass, Verdict};
 use crate::config::AiKind;
 use crate::query::action_param;
 use crate::robots::matcher::{GroupId, RobotsTxt};
-use crate::verify::{by_ranges, Claim, Identity, Lists, Method, Operators, PrefixTable, Step};
+use crate::verify::{by_ranges, Claim, Identity, Lists, Operators, PrefixTable, Step};
 
 use line::{Entry, Skip};
 use model::{
@@ -625,17 +625,12 @@ impl Tally {
     }
 }
 
-/// `ip`, `dns`, `signature`, `spoofed`, `unverified` as crawlgate logs
-/// them.
+/// The identity crawlgate logged as `text` (the inverse of
+/// [`Identity::as_str`], whose names the log writes).
 fn identity_named(text: &[u8]) -> Option<Identity> {
-    Some(match text {
-        b"ip" => Identity::Verified(Method::Ip),
-        b"dns" => Identity::Verified(Method::Dns),
-        b"signature" => Identity::Verified(Method::Signature),
-        b"spoofed" => Identity::Spoofed,
-        b"unverified" => Identity::Unverified,
-        _ => return None,
-    })
+    Identity::ALL
+        .into_iter()
+        .find(|identity| identity.as_str().as_bytes() == text)
 }
 
 /// The address block a spoofer is listed by: IPv4 /24, IPv6 /48.
