@@ -45,7 +45,7 @@
 //! | 5. answers and forwarding: the upstream client, responses, the robots cache, tunnels | [`proxy`], [`response`], [`cache`], [`tunnel`] |
 //! | 4. the decision: pure, from facts to a decision | [`policy`], [`robots`] |
 //! | 3. what the decision reads from the process: metrics, certificates, crawler verification | [`metrics`], [`tls`], [`verify`] |
-//! | 2. classes and request shapes | [`classify`], [`canonical`], [`framing`], [`sitemap`], [`shed`] |
+//! | 2. classes and request shapes | [`classify`], [`canonical`], [`framing`], [`http1`], [`sitemap`], [`shed`] |
 //! | 1. values and config sections | [`config`], [`rules`], [`query`], [`route`], [`validators`], [`clock`], [`logging`], [`testing`] |
 //!
 //! * [`config`]: TOML file + flags → validated [`config::Config`], one
@@ -55,7 +55,8 @@
 //! * [`classify`]: the User-Agent classifier and the one class table;
 //!   [`query`] knows how PHP reads parameter names; [`canonical`]: the
 //!   canonical address; [`framing`] refuses request heads an upstream could
-//!   read differently; [`shed`]: the pure shedding state machine and the
+//!   read differently; [`http1`] reads HTTP/1.1 heads in place and the
+//!   framing of their bodies, strictly; [`shed`]: the pure shedding state machine and the
 //!   load tracker that feeds it; [`sitemap`]: sitemap sets built from the
 //!   site's data, their index, and the folder they are served from.
 //! * [`verify`]: whether a robot is the crawler it claims (the operators'
@@ -89,6 +90,7 @@ pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod framing;
+pub mod http1;
 pub mod live;
 pub mod logging;
 pub mod metrics;
