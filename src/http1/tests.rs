@@ -389,7 +389,11 @@ fn encode(chunks: &[Vec<u8>], extension: bool, trailers: bool) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// A valid body is read to its exact end however it is split.
     #[test]

@@ -18,7 +18,7 @@ use crate::verify::Identity;
 
 /// Headers that describe one connection, not the message (RFC 9110
 /// §7.6.1), plus `Proxy`, which CGI turns into `HTTP_PROXY` ("httpoxy").
-static HOP_BY_HOP: [HeaderName; 8] = [
+pub(super) static HOP_BY_HOP: [HeaderName; 8] = [
     CONNECTION,
     HeaderName::from_static("keep-alive"),
     HeaderName::from_static("proxy-connection"),

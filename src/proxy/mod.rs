@@ -19,6 +19,7 @@
 pub mod body;
 mod client;
 mod error;
+pub mod head;
 pub mod headers;
 
 pub use client::UpstreamTlsError;

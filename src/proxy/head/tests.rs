@@ -1,0 +1,288 @@
+use http::header::{HeaderMap, HeaderValue};
+use proptest::prelude::*;
+
+use super::*;
+use crate::http1::parse_request;
+use crate::proxy::headers::{join_cookies, rewrite_request_headers, Rewrite};
+use crate::proxy::Robot;
+use crate::verify::{Identity, Method};
+
+const CLASS: HeaderName = HeaderName::from_static("x-crawler");
+const ROBOT_CLASS: HeaderName = HeaderName::from_static("x-crawler-class");
+const VERIFIED: HeaderName = HeaderName::from_static("x-crawler-verified");
+
+fn client(robot: bool) -> ClientInfo {
+    ClientInfo {
+        peer: "192.0.2.7".parse().expect("ip"),
+        port: 8080,
+        scheme: "https",
+        class: if robot { UaClass::Bot } else { UaClass::Human },
+        robot: robot.then(|| Robot {
+            class: Some(HeaderValue::from_static("search")),
+            identity: Some(Identity::Verified(Method::Ip)),
+        }),
+    }
+}
+
+/// The head the native writer sends for `raw`, as (lower-case name,
+/// value) pairs, sorted, with its request line.
+fn native(
+    raw: &[u8],
+    trusted: bool,
+    robot: bool,
+    upgrade: Option<&[u8]>,
+) -> Option<(String, Vec<(String, String)>)> {
+    let mut fields = Vec::new();
+    let head = parse_request(raw, 64 * 1024, 100, &mut fields).ok()??;
+    let client = client(robot);
+    let mut out = Vec::new();
+    write_request_head(
+        &mut out,
+        raw,
+        &head,
+        &fields,
+        &HeadRewrite {
+            host: b"upstream.test:8081",
+            client: &client,
+            trusted,
+            port: b"8080",
+            class_header: &CLASS,
+            robot_class_header: &ROBOT_CLASS,
+            verified_header: &VERIFIED,
+            upgrade,
+        },
+    );
+    // What the upstream reads of it.
+    let mut sent = Vec::new();
+    let Ok(Some(parsed)) = parse_request(&out, 64 * 1024, 200, &mut sent) else {
+        panic!(
+            "the written head does not parse: {:?}",
+            String::from_utf8_lossy(&out)
+        );
+    };
+    assert_eq!(parsed.len, out.len(), "one head, nothing after it");
+    let line = String::from_utf8_lossy(&out[..parsed.target.end as usize]).into_owned();
+    let mut pairs: Vec<(String, String)> = sent
+        .iter()
+        .map(|f| {
+            (
+                String::from_utf8_lossy(f.name.of(&out)).to_ascii_lowercase(),
+                String::from_utf8_lossy(f.value.of(&out)).into_owned(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    Some((line, pairs))
+}
+
+/// The same request through the `HeaderMap` rewrite of the hyper layer.
+fn hyper_layer(
+    raw: &[u8],
+    trusted: bool,
+    robot: bool,
+    upgrade: Option<&[u8]>,
+) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    let head = parse_request(raw, 64 * 1024, 100, &mut fields)
+        .ok()
+        .flatten()
+        .expect("parsed");
+    let mut map = HeaderMap::new();
+    for f in &fields {
+        let name = HeaderName::from_bytes(f.name.of(raw)).expect("name");
+        let value = HeaderValue::from_bytes(f.value.of(raw)).expect("value");
+        map.append(name, value);
+    }
+    join_cookies(&mut map);
+    let original_host = head
+        .authority(raw, &fields)
+        .map(|h| HeaderValue::from_bytes(h).expect("host"));
+    rewrite_request_headers(
+        &mut map,
+        &Rewrite {
+            host: HeaderValue::from_static("upstream.test:8081"),
+            original_host,
+            client: client(robot),
+            trusted,
+            port: HeaderValue::from_static("8080"),
+            class_header: &CLASS,
+            robot_class_header: &ROBOT_CLASS,
+            verified_header: &VERIFIED,
+        },
+    );
+    if let Some(protocol) = upgrade {
+        map.insert(
+            http::header::UPGRADE,
+            HeaderValue::from_bytes(protocol).expect("protocol"),
+        );
+        map.insert(
+            http::header::CONNECTION,
+            HeaderValue::from_static("upgrade"),
+        );
+    }
+    if head.body == BodyFraming::Chunked {
+        // hyper's client frames a streamed body of no length so.
+        map.insert(
+            http::header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+    }
+    // As the upstream reads them: white space around a value is not
+    // part of it (a joined empty cookie leaves `a; `).
+    let mut pairs: Vec<(String, String)> = map
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes().trim_ascii()).into_owned(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+#[test]
+fn a_browser_head_is_copied_with_ours_appended() {
+    let raw = b"GET /wiki/Page?x=1 HTTP/1.1\r\nHost: Example.com\r\nUser-Agent: Mozilla/5.0\r\nAccept:  text/html \r\nConnection: keep-alive\r\nX-Forwarded-For: 6.6.6.6\r\nX_Real_IP: 6.6.6.6\r\nx-crawler: 0\r\n\r\n";
+    let (line, pairs) = native(raw, false, false, None).expect("parsed");
+    assert_eq!(line, "GET /wiki/Page?x=1");
+    let expected: &[(&str, &str)] = &[
+        ("accept", "text/html"),
+        ("host", "upstream.test:8081"),
+        ("user-agent", "Mozilla/5.0"),
+        ("x-crawler", "0"),
+        ("x-forwarded-for", "192.0.2.7"),
+        ("x-forwarded-host", "Example.com"),
+        ("x-forwarded-port", "8080"),
+        ("x-forwarded-proto", "https"),
+        ("x-real-ip", "192.0.2.7"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(pairs, expected);
+    assert_eq!(pairs, hyper_layer(raw, false, false, None));
+}
+
+/// Split cookies become one field, an empty one included (found by the
+/// property below: the joined value ends in `; `, read as `;`).
+#[test]
+fn split_cookies_are_joined_as_the_hyper_layer_joins_them() {
+    let raw = b"GET / HTTP/1.1\r\nHost: x\r\nCookie: a=b\r\nAccept: */*\r\ncookie: c=d\r\nCookie:\r\n\r\n";
+    let (_, pairs) = native(raw, false, false, None).expect("parsed");
+    let cookies: Vec<&str> = pairs
+        .iter()
+        .filter(|(n, _)| n == "cookie")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(cookies, ["a=b; c=d;"]);
+    assert_eq!(pairs, hyper_layer(raw, false, false, None));
+}
+
+#[test]
+fn absolute_form_becomes_origin_form() {
+    let raw = b"GET http://example.com?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    let (line, _) = native(raw, false, false, None).expect("parsed");
+    assert_eq!(line, "GET /?q=1");
+    let raw = b"GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n";
+    let (line, _) = native(raw, false, false, None).expect("parsed");
+    assert_eq!(line, "GET /");
+}
+
+/// Names a client may send, in the spellings that matter: forwarding
+/// claims, hop-by-hop fields, crawlgate's own, their `_` spellings, in
+/// any case.
+const NAMES: &[&str] = &[
+    "Accept",
+    "Cookie",
+    "cookie",
+    "X-Forwarded-For",
+    "x-forwarded-for",
+    "X_Forwarded_For",
+    "X-Real-IP",
+    "x_real_ip",
+    "X-Forwarded-Proto",
+    "X-Forwarded-Port",
+    "X-Forwarded-Host",
+    "Forwarded",
+    "True-Client-IP",
+    "CF-Connecting-IP",
+    "X-Original-URL",
+    "Keep-Alive",
+    "Proxy-Connection",
+    "TE",
+    "Trailer",
+    "Proxy",
+    "X-Crawler",
+    "x_crawler",
+    "X-Crawler-Class",
+    "X_Crawler_Verified",
+    "X-Custom",
+    "Foo",
+    "Referer",
+    "Content-Length",
+];
+
+fn field() -> impl Strategy<Value = (String, String)> {
+    (
+        prop::sample::select(NAMES),
+        prop_oneof![
+            Just("10.0.0.1".to_owned()),
+            Just("a=b".to_owned()),
+            Just("https".to_owned()),
+            "[a-z0-9 .,=;]{0,12}",
+        ],
+    )
+        .prop_map(|(n, v)| (n.to_owned(), v))
+}
+
+proptest! {
+    // Failures are turned into unit tests above, not kept in a file.
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The native writer sends the upstream the same fields as the hyper
+    /// layer's `HeaderMap` rewrite, for any mix of forwarding claims,
+    /// hop-by-hop fields, crawlgate's own, cookies and Connection lists,
+    /// from a trusted proxy or not, human or robot, upgrade or not.
+    #[test]
+    fn the_same_fields_reach_the_upstream_as_through_hyper(
+        fields in prop::collection::vec(field(), 0..10),
+        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "Foo", "x-custom", "Host", "content-length", "Referer"], 0..4)),
+        trusted: bool,
+        robot: bool,
+        upgrade: bool,
+        chunked: bool,
+    ) {
+        let mut raw = String::from("POST /p?q HTTP/1.1\r\nHost: example.com\r\n");
+        let mut has_length = false;
+        for (name, value) in &fields {
+            if name == "Content-Length" {
+                if has_length || chunked {
+                    continue;
+                }
+                has_length = true;
+                raw.push_str("Content-Length: 3\r\n");
+                continue;
+            }
+            raw.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if let Some(tokens) = &connection {
+            raw.push_str(&format!("Connection: {}\r\n", tokens.join(", ")));
+        }
+        if chunked {
+            raw.push_str("Transfer-Encoding: chunked\r\n");
+        }
+        raw.push_str("\r\n");
+        let upgrade = upgrade.then_some(&b"websocket"[..]);
+        let Some((_, sent)) = native(raw.as_bytes(), trusted, robot, upgrade) else {
+            return Err(TestCaseError::fail(format!("refused: {raw:?}")));
+        };
+        prop_assert_eq!(sent, hyper_layer(raw.as_bytes(), trusted, robot, upgrade), "{}", raw);
+    }
+}
