@@ -5,19 +5,10 @@
 
 mod support;
 
-use crawlgate::config::Overrides;
 use serde_json::Value;
 use support::{get, send_raw, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 
 const AHREFS: &str = "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)";
-
-fn overrides(upstream: &Upstream) -> Overrides {
-    Overrides {
-        upstream: Some(upstream.url()),
-        admin_listen: Some("127.0.0.1:0".to_owned()),
-        ..Overrides::default()
-    }
-}
 
 async fn report_json(admin: std::net::SocketAddr) -> Value {
     let res = get(admin, "localhost", "/report.json", None).await;
@@ -38,7 +29,7 @@ fn row<'a>(report: &'a Value, robot: &str) -> &'a Value {
 #[tokio::test]
 async fn the_live_report_counts_what_was_served() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with("", overrides(&upstream)).await;
+    let proxy = Proxy::start_with("", support::with_admin(&upstream)).await;
     let admin = proxy.admin_addr.expect("admin listener");
     let addr = proxy.addr;
     for path in ["/wiki/A", "/wiki/B", "/wiki/A"] {
@@ -115,7 +106,7 @@ async fn the_live_report_counts_what_was_served() {
 #[tokio::test]
 async fn the_live_page_escapes_what_clients_sent() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with("", overrides(&upstream)).await;
+    let proxy = Proxy::start_with("", support::with_admin(&upstream)).await;
     let admin = proxy.admin_addr.expect("admin listener");
     let hostile = "/x'onmouseover='alert(1)'/%3Cscript%3E";
     assert_eq!(
@@ -152,7 +143,8 @@ async fn the_live_page_escapes_what_clients_sent() {
 #[tokio::test]
 async fn report_false_turns_the_live_report_off() {
     let upstream = Upstream::start().await;
-    let proxy = Proxy::start_with("[admin]\nreport = false\n", overrides(&upstream)).await;
+    let proxy =
+        Proxy::start_with("[admin]\nreport = false\n", support::with_admin(&upstream)).await;
     let admin = proxy.admin_addr.expect("admin listener");
     assert_eq!(
         get(proxy.addr, "example.com", "/", Some(GOOGLEBOT))
@@ -175,7 +167,7 @@ async fn the_live_report_writes_no_access_log_when_the_log_is_off() {
     let upstream = Upstream::start().await;
     let proxy = Proxy::start_with(
         "[log]\naccess = false\nfile = \"access.log\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let admin = proxy.admin_addr.expect("admin listener");

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crawlgate::config::Overrides;
 use support::here::Here;
 use support::process::{self, BIN};
 use support::{
@@ -20,14 +19,6 @@ use support::{
 use tokio::time::sleep;
 
 const CURL: &str = "curl/8.5.0";
-
-fn overrides(upstream: &Upstream) -> Overrides {
-    Overrides {
-        upstream: Some(upstream.url()),
-        admin_listen: Some("127.0.0.1:0".to_owned()),
-        ..Overrides::default()
-    }
-}
 
 /// The access log beside the proxy's config file, once it has `n` lines.
 async fn log_lines(proxy: &Proxy, n: usize) -> Vec<String> {
@@ -51,7 +42,7 @@ async fn a_robots_action_url_reaches_the_site_and_is_logged_as_a_block_not_enfor
     let upstream = Upstream::start().await;
     let proxy = Proxy::start_with(
         "mode = \"observe\"\n[log]\nfile = \"access.log\"\nformat = \"json\"\n[limits]\nmax_header_bytes = 8192\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let admin = proxy.admin_addr.expect("admin listener");
@@ -150,7 +141,11 @@ async fn the_site_answers_everything_until_a_reload_back_to_enforce() {
             sitemaps.path().to_str().expect("utf-8")
         )
     };
-    let proxy = Proxy::start_with(&toml("mode = \"observe\"\n"), overrides(&upstream)).await;
+    let proxy = Proxy::start_with(
+        &toml("mode = \"observe\"\n"),
+        support::with_admin(&upstream),
+    )
+    .await;
     let admin = proxy.admin_addr.expect("admin listener");
 
     let res = get(proxy.addr, "www.example.com", "/page", Some(FIREFOX)).await;
@@ -236,7 +231,7 @@ async fn a_shed_robot_is_forwarded_under_pressure_and_counted() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "mode = \"observe\"\n[shed]\nmax_upstream_inflight = 2\nretry_after = \"90s\"\nescalate_after = \"1s\"\ncalm_after = \"300ms\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let admin = proxy.admin_addr.expect("admin listener");

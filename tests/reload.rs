@@ -24,7 +24,7 @@ use support::process::{self, free_addr, wait_for};
 use support::signing::{AgentKey, Signing};
 use support::site::Site;
 use support::tls::{self as t, Ca};
-use support::verdict::{overrides, told, verdict};
+use support::verdict::{told, verdict};
 use support::{forwarded_for, get, request, two_workers, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 
 /// A robot only the reloaded rules know.
@@ -491,7 +491,7 @@ async fn dns_answers_outlive_a_reload() {
             ranges_toml(&lists, &[])
         )
     };
-    let proxy = Proxy::start_with(&toml("2s", "/admin/"), overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml("2s", "/admin/"), support::with_admin(&upstream)).await;
     let verified =
         async |path: &str| verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, path).await;
     assert_eq!(verified("/first").await.as_deref(), Some("dns"));
@@ -547,7 +547,7 @@ async fn key_directories_outlive_a_reload() {
             ranges_toml(&lists, &[])
         )
     };
-    let proxy = Proxy::start_with(&toml("2s", "/admin/"), overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml("2s", "/admin/"), support::with_admin(&upstream)).await;
     let now = crawlgate::clock::unix_now();
     let signed = Signing {
         key: &key,

@@ -7,7 +7,6 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crawlgate::config::Overrides;
 use support::here::Here;
 use support::process::{free_addr, start_env};
 use support::{
@@ -18,14 +17,6 @@ use tokio::time::{sleep, Instant};
 const CURL: &str = "curl/8.5.0";
 const GPTBOT: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
 const UPTIME: &str = "Mozilla/5.0 (compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)";
-
-fn overrides(upstream: &Upstream) -> Overrides {
-    Overrides {
-        upstream: Some(upstream.url()),
-        admin_listen: Some("127.0.0.1:0".to_owned()),
-        ..Overrides::default()
-    }
-}
 
 /// How many requests for `path` from `ua` reached the upstream.
 fn seen(upstream: &Upstream, path: &str, ua: &str) -> usize {
@@ -66,7 +57,7 @@ async fn robots_are_shed_tier_by_tier_while_humans_fill_the_upstream() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 2\nretry_after = \"90s\"\nescalate_after = \"1s\"\ncalm_after = \"300ms\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let admin = proxy.admin_addr.expect("admin listener");
@@ -147,7 +138,7 @@ async fn shedding_ends_on_an_idle_site_without_requests() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 2\ncalm_after = \"1s\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let admin = proxy.admin_addr.expect("admin listener");
@@ -199,7 +190,7 @@ async fn a_slow_upstream_sheds_robots_by_latency() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1000\nmax_upstream_latency = \"40ms\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let addr = proxy.addr;
@@ -229,7 +220,7 @@ async fn search_engines_get_a_share_through_after_the_cap() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1\norder = [[\"search\", \"ai\"]]\nmax_search_shed = \"300ms\"\ncapped_share = 0.5\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let addr = proxy.addr;
@@ -270,7 +261,7 @@ async fn a_shed_robot_gets_a_stale_copy_when_the_cache_has_one() {
     let upstream = Upstream::start().await;
     let proxy = Here::start_with(
         "[shed]\nmax_upstream_inflight = 1\n[bot_cache]\nttl = \"1s\"\n",
-        overrides(&upstream),
+        support::with_admin(&upstream),
     )
     .await;
     let addr = proxy.addr;

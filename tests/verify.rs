@@ -16,7 +16,7 @@ use support::dns::{DnsServer, Zone};
 use support::here::Here;
 use support::lists::{ranges_toml, ListServer};
 use support::signing::{AgentKey, Signing};
-use support::verdict::{overrides, told, verdict};
+use support::verdict::{told, verdict};
 use support::{forwarded_for, lines, metric, scrape, Proxy, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::net::UdpSocket;
 use tokio::time::{sleep, Instant};
@@ -71,7 +71,7 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
             ranges_toml(&lists, &[("openai.gptbot", &openai)])
         )
     };
-    let proxy = Proxy::start_with(&toml("log"), overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml("log"), support::with_admin(&upstream)).await;
     let admin = proxy.admin_addr.expect("admin");
 
     // The list arrives in the background, from the local server.
@@ -228,7 +228,7 @@ async fn published_ranges_verify_spoof_and_survive_bad_refreshes_and_restarts() 
 
     // A restart starts from the saved copy, even with the source gone.
     lists.files.lock().expect("files").clear();
-    let proxy = Proxy::start_with(&toml("log"), overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml("log"), support::with_admin(&upstream)).await;
     assert_eq!(
         verdict(&proxy, &upstream, "66.249.66.1", GOOGLEBOT, "/restarted")
             .await
@@ -298,7 +298,7 @@ async fn reverse_then_forward_dns_verifies_spoofs_and_never_waits_past_the_timeo
         dns.addr,
         ranges_toml(&lists, &[])
     );
-    let proxy = Here::start_with(&toml, overrides(&upstream)).await;
+    let proxy = Here::start_with(&toml, support::with_admin(&upstream)).await;
     let cases: &[Case<'_>] = &[
         ("66.249.66.1", GOOGLEBOT, (Some("search"), Some("dns"))),
         (
@@ -404,7 +404,7 @@ async fn browsers_never_wait_for_verification() {
         "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\nresolver = \"{silent_addr}\"\ndns_timeout = \"300ms\"\n{}",
         ranges_toml(&lists, &[])
     );
-    let proxy = Here::start_with(&toml, overrides(&upstream)).await;
+    let proxy = Here::start_with(&toml, support::with_admin(&upstream)).await;
     let started = Instant::now();
     for i in 0..5 {
         let (res, _) = forwarded_for(
@@ -457,7 +457,7 @@ async fn the_ai_policy_is_written_to_robots_txt_and_enforced() {
         "[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[ai]\ntraining = \"disallow\"\nuser_fetch = \"allow\"\nenforce = true\n[verify]\ndns = false\n{}",
         ranges_toml(&lists, &[("openai.gptbot", &openai)])
     );
-    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml, support::with_admin(&upstream)).await;
 
     let (robots, _) =
         forwarded_for(&proxy, &upstream, "20.171.207.3", GPTBOT, "/robots.txt", "").await;
@@ -547,7 +547,7 @@ async fn web_bot_auth_signatures_verify_against_the_agents_directory() {
         moved.addr.to_string(),
         ranges_toml(&lists, &[])
     );
-    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml, support::with_admin(&upstream)).await;
 
     let now = crawlgate::clock::unix_now();
     let valid = Signing {
@@ -764,7 +764,7 @@ async fn the_newer_lists_verify_from_saved_copies() {
     assert!(ranges.contains(old), "{ranges}");
     let toml =
         format!("[proxy]\ntrusted_proxies = [\"127.0.0.1/32\"]\n[verify]\ndns = false\n{ranges}");
-    let proxy = Proxy::start_with(&toml, overrides(&upstream)).await;
+    let proxy = Proxy::start_with(&toml, support::with_admin(&upstream)).await;
 
     // The older Google address: fetched in the background, through the 301.
     let mut n = 0;

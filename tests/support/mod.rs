@@ -417,6 +417,16 @@ impl Proxy {
     }
 }
 
+/// Overrides for crawlgate in front of `upstream` with an admin listener
+/// on a free loopback port (`Proxy::admin_addr`).
+pub fn with_admin(upstream: &Upstream) -> Overrides {
+    Overrides {
+        upstream: Some(upstream.url()),
+        admin_listen: Some("127.0.0.1:0".to_owned()),
+        ..Overrides::default()
+    }
+}
+
 /// crawlgate with `toml` and two workers, in front of `upstream`.
 pub async fn two_workers(toml: &str, upstream: &Upstream) -> Proxy {
     let overrides = Overrides {

@@ -2,18 +2,7 @@
 //! admin port, and the class and verification headers a forwarded request
 //! carried.
 
-use crawlgate::config::Overrides;
-
 use super::{forwarded_for, Proxy, Recorded, Upstream};
-
-/// crawlgate in front of `upstream`, with an admin port on loopback.
-pub fn overrides(upstream: &Upstream) -> Overrides {
-    Overrides {
-        upstream: Some(upstream.url()),
-        admin_listen: Some("127.0.0.1:0".to_owned()),
-        ..Overrides::default()
-    }
-}
 
 /// The verdict the upstream was told of a GET of `path` from `client` as
 /// `ua`, forwarded with 200.
