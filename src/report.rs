@@ -149,7 +149,6 @@ struct RowTally {
     /// Hash of the robot and class, the same in every tally: a URL's
     /// fingerprint in the table of recent URLs starts from it.
     seed: u64,
-    human: bool,
     class: ClassId,
     operator: Option<usize>,
     ai: Option<AiKind>,
@@ -372,7 +371,7 @@ impl Tally {
         }
         let sources = Arc::clone(&self.sources);
         let name = match robot {
-            Robot::Human => "humans".to_owned(),
+            Robot::Human => model::HUMANS.to_owned(),
             Robot::Claim(token) => sources.operators.token(token).to_owned(),
             Robot::Rule(rule) => sources.classifier.rules()[rule].token.to_string(),
             Robot::Empty => "(no User-Agent)".to_owned(),
@@ -391,7 +390,6 @@ impl Tally {
         self.rows.push(RowTally {
             seed,
             robot: name,
-            human: robot == Robot::Human,
             class,
             operator: claim.map(|(op, _)| op),
             ai: claim.and_then(|(_, ai)| ai),
@@ -547,7 +545,7 @@ impl Tally {
         let sources = &*self.sources;
         let classifier = &sources.classifier;
         let operators = &sources.operators;
-        let mut rows: Vec<(bool, Row)> = self
+        let mut rows: Vec<Row> = self
             .rows
             .iter()
             .map(|r| {
@@ -557,36 +555,26 @@ impl Tally {
                     disallowed: r.disallowed,
                     paths: r.disallowed_paths.top(SHOWN),
                 });
-                (
-                    r.human,
-                    Row {
-                        robot: r.robot.clone(),
-                        class: classifier.class_name(r.class).to_owned(),
-                        operator: r
-                            .operator
-                            .map(|op| operators.operators[op].name.to_string()),
-                        ai: r.ai.map(|kind| kind.as_str().to_owned()),
-                        volume: r.volume,
-                        share: share(r.volume.requests),
-                        chart: dense(&r.chart),
-                        status: r.status,
-                        verification: r.verification,
-                        waste: r.waste,
-                        robots_txt,
-                        top_paths: r.paths.top(SHOWN),
-                        top_patterns: r.patterns.top(SHOWN),
-                    },
-                )
+                Row {
+                    robot: r.robot.clone(),
+                    class: classifier.class_name(r.class).to_owned(),
+                    operator: r
+                        .operator
+                        .map(|op| operators.operators[op].name.to_string()),
+                    ai: r.ai.map(|kind| kind.as_str().to_owned()),
+                    volume: r.volume,
+                    share: share(r.volume.requests),
+                    chart: dense(&r.chart),
+                    status: r.status,
+                    verification: r.verification,
+                    waste: r.waste,
+                    robots_txt,
+                    top_paths: r.paths.top(SHOWN),
+                    top_patterns: r.patterns.top(SHOWN),
+                }
             })
             .collect();
-        // Robots by requests, humans last.
-        rows.sort_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then(b.1.volume.requests.cmp(&a.1.volume.requests))
-                .then(a.1.robot.cmp(&b.1.robot))
-                .then(a.1.class.cmp(&b.1.class))
-        });
-        let rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
+        model::sort_rows(&mut rows);
         let (classes, ai) = merge::summaries(&rows, len, total.requests);
         let operators_summary = self
             .operators

@@ -128,13 +128,7 @@ pub fn merge(parts: &[Report], generator: String) -> Report {
             row
         })
         .collect();
-    rows.sort_by(|a, b| {
-        (a.robot == "humans" && a.class == "human")
-            .cmp(&(b.robot == "humans" && b.class == "human"))
-            .then(b.volume.requests.cmp(&a.volume.requests))
-            .then(a.robot.cmp(&b.robot))
-            .then(a.class.cmp(&b.class))
-    });
+    super::model::sort_rows(&mut rows);
     (report.classes, report.ai) = summaries(&rows, len, total);
     report.rows = rows;
     report.operators = operators.into_values().collect();

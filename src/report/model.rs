@@ -131,6 +131,22 @@ pub struct Count {
     pub error: u64,
 }
 
+/// The `robot` of the humans' row.
+pub const HUMANS: &str = "humans";
+
+/// Rows in the order they are shown: robots by requests (most first; ties
+/// by name, then class), the humans' row last. One order for a report of
+/// a log and for one merged from the live hours.
+pub fn sort_rows(rows: &mut [Row]) {
+    rows.sort_by(|a, b| {
+        a.is_humans()
+            .cmp(&b.is_humans())
+            .then(b.volume.requests.cmp(&a.volume.requests))
+            .then(a.robot.cmp(&b.robot))
+            .then(a.class.cmp(&b.class))
+    });
+}
+
 /// One robot, or all humans.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
@@ -163,6 +179,13 @@ pub struct Row {
     /// Most requested path patterns (numbers and ids folded, query
     /// parameter names kept).
     pub top_patterns: Vec<Count>,
+}
+
+impl Row {
+    /// Whether this is the humans' row.
+    pub fn is_humans(&self) -> bool {
+        self.robot == HUMANS && self.class == "human"
+    }
 }
 
 /// Requests by status.
