@@ -57,6 +57,8 @@ enum Msg {
     Line(Line),
     /// Open the file again by name, before the lines queued after this.
     Reopen,
+    /// Write every line queued before this, then say so.
+    Flush(SyncSender<()>),
 }
 
 /// The sending side, shared by every worker.
@@ -93,6 +95,30 @@ impl AccessLog {
             .name("crawlgate-log".to_owned())
             .spawn(move || writer.run())?;
         Ok(Self { queue, reopen })
+    }
+
+    /// Waits, up to `timeout`, until every line queued so far is written:
+    /// the last thing a stopping process does, so that the requests
+    /// answered just before the stop are not lost in the writer's batch.
+    /// Blocks the calling thread; `false` when the writer did not answer
+    /// in time.
+    pub fn flush_wait(&self, timeout: std::time::Duration) -> bool {
+        let (done, wait) = mpsc::sync_channel(1);
+        let deadline = std::time::Instant::now() + timeout;
+        let mut msg = Msg::Flush(done);
+        // A full queue empties as the writer works: try until the deadline.
+        loop {
+            match self.queue.try_send(msg) {
+                Ok(()) => break,
+                Err(mpsc::TrySendError::Full(back)) if std::time::Instant::now() < deadline => {
+                    msg = back;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(_) => return false,
+            }
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        wait.recv_timeout(left).is_ok()
     }
 
     /// Queues one line; `false` if it was dropped (queue full).
@@ -172,6 +198,10 @@ impl Writer {
                         match msg {
                             Msg::Line(line) => self.format(&line),
                             Msg::Reopen => self.reopen_file(),
+                            Msg::Flush(done) => {
+                                self.flush();
+                                let _ = done.send(());
+                            }
                         }
                         // A reopen that found the queue full: the queue may
                         // not empty while the load lasts, so not after it.
@@ -185,6 +215,10 @@ impl Writer {
                     self.flush();
                 }
                 Ok(Msg::Reopen) => self.reopen_file(),
+                Ok(Msg::Flush(done)) => {
+                    self.flush();
+                    let _ = done.send(());
+                }
                 Err(mpsc::RecvError) => {
                     self.flush();
                     return;

@@ -27,6 +27,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::Mode;
 use crate::live::{Live, LoadError, Reloaded};
 use crate::server::WorkerSockets;
+use crate::state::Process;
 use crate::tls::{certificate_notes, CertStore, TlsError};
 
 /// What the process is told to do.
@@ -160,7 +161,10 @@ impl Runner {
     /// Serves until a [`Control::Drain`] has completed or a
     /// [`Control::Exit`] arrives. A closed `control` channel drains.
     pub async fn run(self, control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
-        self.serve(Workers::Threads, control).await
+        let process = Arc::clone(&self.live.process);
+        let stopped = self.serve(Workers::Threads, control).await;
+        flush_log(&process).await;
+        stopped
     }
 
     /// [`Runner::run`] with every worker served as a task on the current
@@ -170,7 +174,10 @@ impl Runner {
     /// (`#[tokio::test(start_paused = true)]`), which then governs every
     /// timer of the process, the connections' timeouts included.
     pub async fn run_here(self, control: mpsc::Receiver<Control>) -> io::Result<Stopped> {
-        self.serve(Workers::Here, control).await
+        let process = Arc::clone(&self.live.process);
+        let stopped = self.serve(Workers::Here, control).await;
+        flush_log(&process).await;
+        stopped
     }
 
     async fn serve(
@@ -283,6 +290,25 @@ impl Runner {
                 },
             }
         }
+    }
+}
+
+/// How long a stopping process waits for its access log's last lines.
+const LOG_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Writes the access-log lines still queued (the writer gathers them for
+/// [`crate::access_log::BATCH`]) before the process goes: the requests
+/// answered just before a stop keep their lines.
+async fn flush_log(process: &Arc<Process>) {
+    let process = Arc::clone(process);
+    let flushed = tokio::task::spawn_blocking(move || {
+        process
+            .access_log()
+            .is_none_or(|log| log.flush_wait(LOG_FLUSH_WAIT))
+    })
+    .await;
+    if !matches!(flushed, Ok(true)) {
+        tracing::warn!("the access log's last lines may not all be written");
     }
 }
 

@@ -120,3 +120,43 @@ async fn a_drain_finishes_what_is_in_flight_then_returns() {
     assert!(body > 8_000_000, "only {body} bytes arrived");
     proxy.stop().await;
 }
+
+/// The access-log lines of requests answered just before SIGTERM are
+/// written before the process exits: the writer gathers lines for 20 ms
+/// before it writes them, and the exit waits for that batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_answered_just_before_sigterm_keep_their_log_lines() {
+    const REQUESTS: usize = 20;
+    let upstream = Upstream::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("crawlgate.toml");
+    let log = dir.path().join("access.log");
+    let addr = free_addr();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"{addr}\"\nupstream = \"{}\"\n[log]\naccess = true\nfile = \"{}\"\n[verify]\nenabled = false\n",
+            upstream.url(),
+            log.display()
+        ),
+    )
+    .expect("config");
+    let mut proxy = process::start(
+        &["--config", config.to_str().expect("utf-8 path")],
+        addr,
+        Stdio::null(),
+    );
+    for i in 0..REQUESTS {
+        let res = support::get(addr, "example.com", &format!("/page/{i}"), None).await;
+        assert_eq!(res.status, 200);
+    }
+    // At once, while the last lines wait in the writer's batch.
+    proxy.signal("TERM");
+    let status = tokio::task::spawn_blocking(move || proxy.wait_exit(Duration::from_secs(20)))
+        .await
+        .expect("join");
+    assert_eq!(status.code(), Some(0));
+    let lines = support::lines(&log);
+    assert_eq!(lines.len(), REQUESTS, "{lines:#?}");
+    assert!(lines[REQUESTS - 1].contains(&format!("/page/{}", REQUESTS - 1)));
+}
