@@ -12,13 +12,17 @@
 //! trusted proxy, every forwarding claim; split `Cookie` fields are
 //! joined. What differs is only form: field names keep the client's
 //! case, and the kept fields keep their order and white space.
+//!
+//! [`write_response_head`] does the same for the answer on its way back:
+//! the upstream's fields but the hop-by-hop ones, and the framing, `Date`,
+//! `Strict-Transport-Security` and `Connection` this hop owes the client.
 
 use std::io::Write;
 
 use http::header::HeaderName;
 
 use crate::classify::UaClass;
-use crate::http1::{BodyFraming, Field, Known, RequestHead, TargetForm};
+use crate::http1::{BodyFraming, Field, Known, RequestHead, ResponseHead, TargetForm, Version};
 
 use super::headers::{ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
 
@@ -224,6 +228,110 @@ pub fn write_request_head(
     if let Some(protocol) = rw.upgrade {
         line(out, b"upgrade", protocol);
         out.extend_from_slice(b"connection: upgrade\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// How a response body is sent to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientFraming {
+    /// No body (HEAD, 1xx, 204, 304, or a length of 0): the upstream's
+    /// Content-Length is passed on as it was.
+    Empty,
+    /// `Content-Length` of this many bytes.
+    Length(u64),
+    /// Chunked (HTTP/1.1 clients only).
+    Chunked,
+    /// To the close of the connection.
+    UntilClose,
+}
+
+/// What [`write_response_head`] sets, as bytes.
+#[derive(Debug)]
+pub struct ResponseRewrite<'a> {
+    /// The client's HTTP version.
+    pub version: Version,
+    /// How the body goes to the client.
+    pub framing: ClientFraming,
+    /// `Date`, sent when the upstream sent none.
+    pub date: &'a [u8],
+    /// `Strict-Transport-Security`, sent (over TLS) when the upstream sent
+    /// none.
+    pub hsts: Option<&'a [u8]>,
+    /// The protocol a `101` switches to.
+    pub upgrade: Option<&'a [u8]>,
+    /// The connection closes after this response.
+    pub close: bool,
+}
+
+/// Appends to `out` the head to send the client for the upstream's
+/// response `head`, parsed from `buf` with `fields`.
+pub fn write_response_head(
+    out: &mut Vec<u8>,
+    buf: &[u8],
+    head: &ResponseHead,
+    fields: &[Field],
+    rw: &ResponseRewrite<'_>,
+) {
+    out.extend_from_slice(match rw.version {
+        Version::Http10 => b"HTTP/1.0 ",
+        Version::Http11 => b"HTTP/1.1 ",
+    });
+    let _ = write!(out, "{}", head.status);
+    out.push(b' ');
+    out.extend_from_slice(head.reason.of(buf));
+    out.extend_from_slice(b"\r\n");
+    let connection_names = head.connection.other;
+    let (mut date, mut hsts) = (false, false);
+    for field in fields {
+        let name = field.name.of(buf);
+        match field.known {
+            Known::Connection | Known::Upgrade | Known::TransferEncoding => continue,
+            // Ours when the body is relayed; theirs when there is none.
+            Known::ContentLength if rw.framing != ClientFraming::Empty => continue,
+            _ => {}
+        }
+        if HOP_BY_HOP
+            .iter()
+            .any(|h| names(name, h.as_str().as_bytes(), false))
+        {
+            continue;
+        }
+        if connection_names && named_by_connection(buf, fields, name) {
+            continue;
+        }
+        date |= names(name, b"date", false);
+        hsts |= names(name, b"strict-transport-security", false);
+        out.extend_from_slice(field.line.of(buf));
+    }
+    let line = |out: &mut Vec<u8>, name: &[u8], value: &[u8]| {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    };
+    if !date {
+        line(out, b"date", rw.date);
+    }
+    if let (false, Some(value)) = (hsts, rw.hsts) {
+        line(out, b"strict-transport-security", value);
+    }
+    match rw.framing {
+        ClientFraming::Length(n) => {
+            let _ = write!(out, "content-length: {n}\r\n");
+        }
+        // The upstream's own Content-Length, passed above: a HEAD or 304
+        // answer's describes the body it would have had.
+        ClientFraming::Empty | ClientFraming::UntilClose => {}
+        ClientFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+    }
+    if let Some(protocol) = rw.upgrade {
+        line(out, b"upgrade", protocol);
+        out.extend_from_slice(b"connection: upgrade\r\n");
+    } else if rw.close || rw.framing == ClientFraming::UntilClose {
+        out.extend_from_slice(b"connection: close\r\n");
+    } else if rw.version == Version::Http10 {
+        out.extend_from_slice(b"connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
 }

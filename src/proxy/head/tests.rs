@@ -286,3 +286,158 @@ proptest! {
         prop_assert_eq!(sent, hyper_layer(raw.as_bytes(), trusted, robot, upgrade), "{}", raw);
     }
 }
+
+fn response_head(
+    raw: &[u8],
+    head_request: bool,
+    rw: &ResponseRewrite<'_>,
+) -> (String, Vec<(String, String)>) {
+    let mut fields = Vec::new();
+    let head = crate::http1::parse_response(raw, head_request, 64 * 1024, 100, &mut fields)
+        .expect("valid")
+        .expect("complete");
+    let mut out = Vec::new();
+    write_response_head(&mut out, raw, &head, &fields, rw);
+    let mut sent = Vec::new();
+    let again = crate::http1::parse_response(&out, head_request, 64 * 1024, 200, &mut sent)
+        .expect("the written head parses")
+        .expect("complete");
+    assert_eq!(again.len, out.len());
+    let text = String::from_utf8_lossy(&out);
+    let status_line = text.split("\r\n").next().unwrap_or_default().to_owned();
+    let mut pairs: Vec<(String, String)> = sent
+        .iter()
+        .map(|f| {
+            (
+                String::from_utf8_lossy(f.name.of(&out)).to_ascii_lowercase(),
+                String::from_utf8_lossy(f.value.of(&out)).into_owned(),
+            )
+        })
+        .collect();
+    pairs.sort();
+    (status_line, pairs)
+}
+
+fn rw(version: Version, framing: ClientFraming, close: bool) -> ResponseRewrite<'static> {
+    ResponseRewrite {
+        version,
+        framing,
+        date: b"Thu, 03 Dec 2026 22:00:00 GMT",
+        hsts: None,
+        upgrade: None,
+        close,
+    }
+}
+
+#[test]
+fn response_heads_lose_hop_by_hop_fields_and_get_this_hops_framing() {
+    let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: keep-alive, X-Internal\r\nX-Internal: secret\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=b\r\nSet-Cookie: c=d\r\n\r\n";
+    let (status, pairs) = response_head(
+        raw,
+        false,
+        &rw(Version::Http11, ClientFraming::Chunked, false),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let names: Vec<&str> = pairs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "content-type",
+            "date",
+            "set-cookie",
+            "set-cookie",
+            "transfer-encoding"
+        ]
+    );
+    // An HTTP/1.0 client gets the body to the close.
+    let (status, pairs) = response_head(
+        raw,
+        false,
+        &rw(Version::Http10, ClientFraming::UntilClose, true),
+    );
+    assert_eq!(status, "HTTP/1.0 200 OK");
+    assert!(pairs.contains(&("connection".to_owned(), "close".to_owned())));
+    assert!(!pairs.iter().any(|(n, _)| n == "transfer-encoding"));
+}
+
+#[test]
+fn a_head_or_304_answer_keeps_the_upstreams_length_and_date() {
+    let raw =
+        b"HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 1234\r\n\r\n";
+    let (_, pairs) = response_head(raw, true, &rw(Version::Http11, ClientFraming::Empty, false));
+    assert!(
+        pairs.contains(&("content-length".to_owned(), "1234".to_owned())),
+        "{pairs:?}"
+    );
+    assert!(pairs.contains(&(
+        "date".to_owned(),
+        "Mon, 01 Jan 2024 00:00:00 GMT".to_owned()
+    )));
+    assert_eq!(pairs.iter().filter(|(n, _)| n == "date").count(), 1);
+    // A relayed body's length is this hop's, written once.
+    let (_, pairs) = response_head(
+        raw,
+        false,
+        &rw(Version::Http11, ClientFraming::Length(1234), false),
+    );
+    assert_eq!(
+        pairs.iter().filter(|(n, _)| n == "content-length").count(),
+        1
+    );
+    // HTTP/1.0 keep-alive is said; HSTS added when missing.
+    let mut with_hsts = rw(Version::Http10, ClientFraming::Length(1234), false);
+    with_hsts.hsts = Some(b"max-age=63072000");
+    let (_, pairs) = response_head(raw, false, &with_hsts);
+    assert!(pairs.contains(&("connection".to_owned(), "keep-alive".to_owned())));
+    assert!(pairs.contains(&(
+        "strict-transport-security".to_owned(),
+        "max-age=63072000".to_owned()
+    )));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The upstream's fields reach the client as the hyper layer's
+    /// `strip_hop_by_hop` leaves them, plus this hop's own.
+    #[test]
+    fn response_fields_are_those_hyper_would_keep(
+        fields in prop::collection::vec(field(), 0..10),
+        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "Foo", "x-custom", "Referer"], 0..3)),
+    ) {
+        let mut raw = String::from("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: x\r\n");
+        for (name, value) in &fields {
+            if name != "Content-Length" {
+                raw.push_str(&format!("{name}: {value}\r\n"));
+            }
+        }
+        if let Some(tokens) = &connection {
+            raw.push_str(&format!("Connection: {}\r\n", tokens.join(", ")));
+        }
+        raw.push_str("\r\n");
+        let (_, sent) = response_head(raw.as_bytes(), false, &rw(Version::Http11, ClientFraming::Length(5), false));
+        let mut fields = Vec::new();
+        let head = crate::http1::parse_response(raw.as_bytes(), false, 64 * 1024, 100, &mut fields)
+            .expect("valid")
+            .expect("complete");
+        prop_assert_eq!(head.body, BodyFraming::Length(5));
+        let mut map = HeaderMap::new();
+        for f in &fields {
+            map.append(
+                HeaderName::from_bytes(f.name.of(raw.as_bytes())).expect("name"),
+                HeaderValue::from_bytes(f.value.of(raw.as_bytes())).expect("value"),
+            );
+        }
+        crate::proxy::headers::strip_hop_by_hop(&mut map);
+        let mut want: Vec<(String, String)> = map
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes().trim_ascii()).into_owned()))
+            .collect();
+        want.sort();
+        prop_assert_eq!(sent, want, "{}", raw);
+    }
+}
