@@ -8,6 +8,12 @@ use clap::Parser;
 use crawlgate::cli::{self, Cli, Command, Failure};
 use crawlgate::run::Control;
 
+/// mimalloc instead of the system's malloc, in a build with `--features
+/// mimalloc` (see bench/README.md §8 for what it changes).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {

@@ -11,16 +11,18 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::access_log::AccessLog;
 use crate::cache::BotCache;
+use crate::classify::Classifier;
 use crate::config::{Config, VerifyConfig};
 use crate::metrics::Metrics;
 use crate::report::live::LiveReport;
+use crate::rules::{RuleLists, RulesError};
 use crate::shed::Load;
 use crate::verify::dns::{self, DnsSetup};
 use crate::verify::signature::{self, Directories};
@@ -43,6 +45,9 @@ pub struct Process {
     pub report: LiveReport,
     /// The caches of the snapshot in effect.
     caches: Mutex<Caches>,
+    /// The last rule lists compiled, and their classifier while a
+    /// snapshot holds it.
+    compiled: Mutex<Option<(RuleLists, Weak<Classifier>)>>,
 }
 
 /// The caches a snapshot uses: the process's own as long as their
@@ -91,7 +96,28 @@ impl Process {
             log: OnceLock::new(),
             report: LiveReport::new(),
             caches: Mutex::new(Caches::default()),
+            compiled: Mutex::new(None),
         }
+    }
+
+    /// The classifier of `lists`: the one compiled last when the lists are
+    /// the same and a snapshot still holds it, else compiled now. A reload
+    /// that leaves the rules alone so neither builds nor frees the
+    /// automata, a few MiB in blocks large enough that glibc's malloc
+    /// keeps part of them after each reload (bench/README.md §8).
+    pub fn classifier_for(&self, lists: &RuleLists) -> Result<Arc<Classifier>, RulesError> {
+        let mut compiled = self
+            .compiled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((same, kept)) = &*compiled {
+            if let Some(classifier) = kept.upgrade().filter(|_| same == lists) {
+                return Ok(classifier);
+            }
+        }
+        let classifier = Arc::new(Classifier::new(lists)?);
+        *compiled = Some((lists.clone(), Arc::downgrade(&classifier)));
+        Ok(classifier)
     }
 
     /// Opens the access log (`None` = standard error) and starts its
@@ -314,6 +340,30 @@ mod tests {
     fn config(text: &str) -> Config {
         let raw = RawConfig::parse(text).expect("toml");
         Config::from_raw(raw, &Overrides::default()).expect("valid")
+    }
+
+    /// A reload with the same rules takes the classifier compiled before,
+    /// while a snapshot holds it; other rules compile anew.
+    #[test]
+    fn the_same_rules_keep_their_classifier() {
+        let process = Process::new();
+        let lists = RuleLists::embedded();
+        let first = process.classifier_for(&lists).expect("rules");
+        let again = process
+            .classifier_for(&RuleLists::embedded())
+            .expect("rules");
+        assert!(Arc::ptr_eq(&first, &again));
+
+        let mut fewer = RuleLists::embedded();
+        fewer.rules.pop();
+        let other = process.classifier_for(&fewer).expect("rules");
+        assert!(!Arc::ptr_eq(&first, &other));
+        // The last lists compiled are the ones remembered.
+        let back = process.classifier_for(&lists).expect("rules");
+        assert!(!Arc::ptr_eq(&first, &back));
+        // What the process remembers does not keep a classifier alive.
+        drop((first, again, other));
+        assert_eq!(Arc::strong_count(&back), 1);
     }
 
     /// Builds the caches of `text` and adopts them, as a reload does.

@@ -180,7 +180,7 @@ impl Snapshot {
             Some(dir) => RuleLists::from_dir(dir)?,
             None => RuleLists::embedded(),
         };
-        let classifier = Classifier::new(&lists)?;
+        let classifier = process.classifier_for(&lists)?;
         let counters = Arc::new(RequestCounters::new(&process.metrics, &classifier));
         let shed = match &config.shed {
             Some(shed) => Some(ShedPolicy::new(shed.clone(), &classifier)?),
@@ -220,7 +220,6 @@ impl Snapshot {
             robots = robots.with_ai(ai, &operators);
         }
         let class_values = Arc::new(ClassValues::new(&classifier));
-        let classifier = Arc::new(classifier);
         // The live report measures robots.txt compliance against the
         // robots.txt this configuration serves (its fixed part).
         let report = config.live_report.then(|| {
