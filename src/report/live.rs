@@ -5,8 +5,10 @@
 //! Memory is bounded by time and by sketch: one [`Tally`] per hour
 //! (small sketches, [`Capacity::LIVE`]), finished into a [`Report`] when
 //! the hour ends, and the finished hours kept for a day. A reload starts
-//! a new tally too (its rules may name other classes), so an hour may
-//! hold a few parts; they are merged when the report is asked for.
+//! a new tally too (its rules may name other classes); the part it ends
+//! is merged at once into the one of its hour, so however often the proxy
+//! reloads, a day is at most one part per hour. The hours are merged when
+//! the report is asked for.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -22,9 +24,8 @@ use crate::verify::Identity;
 
 /// Hours a live report covers.
 pub const HOURS: i64 = 24;
-/// Finished parts kept, at most: every hour of the day, and room for
-/// reloads within them.
-const MAX_PARTS: usize = 2 * HOURS as usize;
+/// Finished parts kept, at most: one per hour of the day.
+const MAX_PARTS: usize = HOURS as usize;
 
 /// The live report's counters (process state: it outlives reloads).
 #[derive(Debug, Default)]
@@ -99,7 +100,13 @@ impl LiveReport {
             let mut next = Tally::new(Arc::clone(sources), Filter::default(), Capacity::LIVE);
             if let Some((h, mut tally)) = hours.current.take() {
                 next.continue_from(&mut tally);
-                let part = tally.finish(String::new());
+                let mut part = tally.finish(String::new());
+                // A reload within the hour: one part for the hour.
+                if hours.done.back().is_some_and(|(e, _)| *e == h) {
+                    if let Some((_, earlier)) = hours.done.pop_back() {
+                        part = merge(&[earlier, part], String::new());
+                    }
+                }
                 hours.done.push_back((h, part));
             }
             while hours.done.len() > MAX_PARTS
@@ -206,5 +213,41 @@ mod tests {
         // A day later, only what is newer than a day.
         let later = live.report(day + 86_400 + 3600, "test".into());
         assert_eq!(later.input.counted, 1, "{:?}", later.rows);
+    }
+
+    /// A proxy reloaded every few seconds keeps its day: the parts of an
+    /// hour are one (they were one part per reload, 48 at most, and the
+    /// day shrank to the last minutes).
+    #[test]
+    fn frequent_reloads_keep_the_whole_day() {
+        let live = LiveReport::new();
+        let day = 20_000 * 86_400;
+        let base = sources();
+        for hour in 0..24 {
+            // 100 reloads an hour (new sources, the same rules), one
+            // request between each.
+            for i in 0..100 {
+                let sources = Arc::new(Sources {
+                    classifier: Arc::clone(&base.classifier),
+                    operators: Arc::clone(&base.operators),
+                    ranges: PrefixTable::default(),
+                    loaded: 0,
+                    ranges_used: RangesUsed::default(),
+                    robots: None,
+                    blocked_params: vec!["do".into()],
+                });
+                seen(&live, &sources, day + hour * 3600 + i * 30, "curl/8");
+            }
+        }
+        assert!(live.lock().done.len() <= HOURS as usize);
+        let report = live.report(day + 23 * 3600 + 3599, "test".into());
+        assert_eq!(report.input.counted, 2400);
+        let curl = report
+            .rows
+            .iter()
+            .find(|r| r.robot == "curl")
+            .expect("curl row");
+        assert_eq!(curl.chart.len(), 24);
+        assert!(curl.chart.iter().all(|&n| n == 100), "{:?}", curl.chart);
     }
 }
