@@ -353,10 +353,34 @@ fn malformed(err: httparse::Error) -> HeadError {
     }
 }
 
-/// Whether `head` has an LF not preceded by CR.
+/// Whether the request line at the start of `buf` is `method SP target
+/// SP HTTP/d.d`: a version refused is then one this server does not
+/// speak (505), not a malformed line (400, as `GET /a b HTTP/1.1`).
+fn names_a_version(buf: &[u8]) -> bool {
+    let line = buf
+        .split(|&b| b == b'\r' || b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(_), Some(_), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    matches!(version, [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+        if major.is_ascii_digit() && minor.is_ascii_digit())
+}
+
+/// Whether `head` has an LF not preceded by CR, after the empty lines
+/// (CRLF or LF) a head may follow, which httparse skips (RFC 9112 §2.2:
+/// a server ignores at least one before a request line).
 fn has_bare_lf(head: &[u8]) -> bool {
+    let mut rest = head;
+    while let [b'\r', b'\n', tail @ ..] | [b'\n', tail @ ..] = rest {
+        rest = tail;
+    }
     let mut prev = 0u8;
-    for &b in head {
+    for &b in rest {
         if b == b'\n' && prev != b'\r' {
             return true;
         }
@@ -438,6 +462,9 @@ pub fn parse_request(
             } else {
                 Ok(None)
             };
+        }
+        Err(httparse::Error::Version) if !names_a_version(buf) => {
+            return Err(HeadError::Malformed("invalid request line"))
         }
         Err(err) => return Err(malformed(err)),
     };

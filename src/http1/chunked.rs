@@ -92,6 +92,18 @@ pub struct Progress {
     pub done: bool,
 }
 
+/// What [`Chunked::decode`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// How many bytes at the start of the input it read.
+    pub consumed: usize,
+    /// Where, within them, the chunk data it read lies (empty when it
+    /// read only framing).
+    pub data: std::ops::Range<usize>,
+    /// Whether the body ended with them.
+    pub done: bool,
+}
+
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
@@ -148,6 +160,48 @@ impl Chunked {
         }
         Ok(Progress {
             consumed: i,
+            done: self.state == State::Done,
+        })
+    }
+
+    /// Reads `input` as [`Chunked::feed`] does, but stops after the first
+    /// run of chunk data, so that a caller which passes the data on
+    /// decoded (a layer that re-frames the body) gets it as a range of
+    /// `input`: call again with `input[consumed..]` until `done`, or
+    /// until `consumed` is all of `input` and more must be read.
+    pub fn decode(&mut self, input: &[u8]) -> Result<Decoded, ChunkError> {
+        let mut i = 0;
+        while i < input.len() {
+            match self.state {
+                State::Data(left) => {
+                    let take = usize::try_from(left)
+                        .unwrap_or(usize::MAX)
+                        .min(input.len() - i);
+                    let start = i;
+                    i += take;
+                    let left = left - take as u64;
+                    self.state = if left == 0 {
+                        State::DataCr
+                    } else {
+                        State::Data(left)
+                    };
+                    return Ok(Decoded {
+                        consumed: i,
+                        data: start..i,
+                        done: false,
+                    });
+                }
+                State::Done => break,
+                _ => {
+                    let b = input[i];
+                    i += 1;
+                    self.state = self.step(b)?;
+                }
+            }
+        }
+        Ok(Decoded {
+            consumed: i,
+            data: i..i,
             done: self.state == State::Done,
         })
     }

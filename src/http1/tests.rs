@@ -145,6 +145,7 @@ fn smuggling_shapes_are_refused() {
         ("GET / HTTP/1.1\r\nHost: x\r\nX-A: b\x01c\r\n\r\n", Malformed("invalid header value")),
         ("GET / HTTP/1.1\r\nHost: x\r\nX-A: b\rc\r\n\r\n", Malformed("invalid header value")),
         ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", Version),
+        ("GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", Malformed("invalid request line")),
     ];
     for (raw, want) in rows {
         let got = refused(raw);
@@ -152,6 +153,28 @@ fn smuggling_shapes_are_refused() {
         let status = got.status();
         assert!(status == 400 || status == 505, "{raw:?}: {status}");
     }
+}
+
+/// Empty lines before a request line are skipped (RFC 9112 §2.2), LF
+/// alone as well as CRLF, as httparse does; a bare LF after them is not.
+#[test]
+fn empty_lines_before_a_request_are_skipped() {
+    let mut fields = Vec::new();
+    for raw in [
+        "\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        "\n\r\n\nGET / HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let head = parse_request(raw.as_bytes(), MAX, 100, &mut fields)
+            .expect("valid")
+            .expect("whole");
+        assert_eq!(head.len, raw.len());
+        assert_eq!(head.path(raw.as_bytes()), b"/");
+    }
+    let raw = "\nGET / HTTP/1.1\nHost: x\r\n\r\n";
+    assert_eq!(
+        parse_request(raw.as_bytes(), MAX, 100, &mut fields),
+        Err(HeadError::BareLf)
+    );
 }
 
 #[test]
@@ -368,6 +391,44 @@ fn chunked_bodies() {
     assert_eq!(reader.feed(b"more").expect("ok").consumed, 0);
 }
 
+/// Decodes `body` in the pieces `cuts` makes: the data, how much was
+/// read, and whether it ended; or the error.
+fn chunked_decode(body: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, usize, bool), ChunkError> {
+    let mut reader = Chunked::new();
+    let mut data = Vec::new();
+    let mut at = 0;
+    let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
+    bounds.push(body.len());
+    bounds.sort_unstable();
+    for end in bounds {
+        while at < end {
+            let piece = &body[at..end];
+            let decoded = reader.decode(piece)?;
+            data.extend_from_slice(&piece[decoded.data.clone()]);
+            at += decoded.consumed;
+            if decoded.done {
+                return Ok((data, at, true));
+            }
+            if decoded.consumed == 0 {
+                break;
+            }
+        }
+    }
+    Ok((data, at, false))
+}
+
+#[test]
+fn chunked_bodies_decode_to_their_data() {
+    let body = b"5;name=value\r\nhello\r\nA ; x\r\n0123456789\r\n000\r\nTrailer: yes\r\n\r\nGET /";
+    let (data, consumed, done) = chunked_decode(body, &[]).expect("valid");
+    assert_eq!(data, b"hello0123456789");
+    assert_eq!((consumed, done), (body.len() - 5, true));
+    assert_eq!(
+        chunked_decode(b"5\r\nhelloX", &[]),
+        Err(ChunkError::LineEnd)
+    );
+}
+
 /// A chunked body as a client would write it.
 fn encode(chunks: &[Vec<u8>], extension: bool, trailers: bool) -> Vec<u8> {
     let mut out = Vec::new();
@@ -408,6 +469,8 @@ proptest! {
         framed.extend_from_slice(b"POST / HTTP/1.1\r\n");
         prop_assert_eq!(chunked_whole(&framed), Ok((body.len(), true)));
         prop_assert_eq!(chunked_split(&framed, &cuts), Ok((body.len(), true)));
+        let data: Vec<u8> = chunks.concat();
+        prop_assert_eq!(chunked_decode(&framed, &cuts), Ok((data, body.len(), true)));
     }
 
     /// Arbitrary bytes: never a panic, and the same verdict whole or in
@@ -421,7 +484,9 @@ proptest! {
     ) {
         let whole = chunked_whole(&body);
         let split = chunked_split(&body, &cuts);
-        prop_assert_eq!(whole, split);
+        prop_assert_eq!(&whole, &split);
+        let decoded = chunked_decode(&body, &cuts).map(|(_, consumed, done)| (consumed, done));
+        prop_assert_eq!(whole, decoded);
     }
 
     /// A complete head is the same head with anything after it, and no
