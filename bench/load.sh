@@ -28,6 +28,9 @@
 # crawlgate-noreport, the same build both with an admin listener, the live
 # crawl report on and off (bench/crawlgate-noreport.toml): what the report
 # costs per request),
+# NATIVE (1: also run crawlgate-native, the same build with crawlgate's own
+# HTTP/1.1 layer on the plain port (bench/crawlgate-native.toml): the two
+# layers side by side),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -173,6 +176,7 @@ start_proxy() {
         crawlgate-verify) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-verify.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-report) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-noreport) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-noreport.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-native) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-native.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -262,6 +266,7 @@ PROXIES=(crawlgate nginx-lean)
 [[ -n ${BASELINE_BIN:-} ]] && PROXIES=(crawlgate-baseline "${PROXIES[@]}")
 [[ ${PROTECT:-0} == 1 ]] && PROXIES=(crawlgate-protect "${PROXIES[@]}")
 [[ ${VERIFY:-0} == 1 ]] && PROXIES=(crawlgate-verify "${PROXIES[@]}")
+[[ ${NATIVE:-0} == 1 ]] && PROXIES=(crawlgate-native "${PROXIES[@]}")
 [[ ${REPORT:-0} == 1 ]] && PROXIES=(crawlgate-report crawlgate-noreport)
 # ONLY=memory skips the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
@@ -297,6 +302,7 @@ done
 MEM=$RUN/memory.tsv
 : > "$MEM"
 MEM_PROXIES=(crawlgate nginx-lean)
+[[ ${NATIVE:-0} == 1 ]] && MEM_PROXIES=(crawlgate-native "${MEM_PROXIES[@]}")
 [[ ${ONLY:-} == throughput ]] && MEM_PROXIES=()
 IDLE_MODES=(plain)
 ((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)

@@ -39,11 +39,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
+use crate::config::Http1Layer;
 use crate::metrics::Protocol;
 use crate::service::{self, ConnInfo};
 use crate::state::{Snapshot, WorkerSlot};
 use crate::tunnel::UpgradeSlot;
 
+mod native;
 mod streams;
 
 use streams::{quiet_for, Activity, StreamGuard, Tracked};
@@ -224,10 +226,12 @@ async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let (phase_tx, phase_rx) = watch::channel(Phase::Serve);
+    let pool = Arc::new(native::BufPool::default());
     let ctx = AcceptCtx {
         slot: &slot,
         permits: &permits,
         phase: phase_rx,
+        pool: &pool,
     };
 
     let plain = accept_loop(listeners.plain, None, ctx.clone());
@@ -275,6 +279,8 @@ struct AcceptCtx<'a> {
     slot: &'a Arc<WorkerSlot>,
     permits: &'a Arc<Semaphore>,
     phase: watch::Receiver<Phase>,
+    /// The worker's buffers for crawlgate's own HTTP/1.1 layer.
+    pool: &'a Arc<native::BufPool>,
 }
 
 /// Connection builders for one [`Snapshot`], rebuilt when a reload
@@ -397,7 +403,10 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             },
             phase: ctx.phase.clone(),
         };
+        let settings = &builders.shared.conn;
+        let native = settings.http1 == Http1Layer::Native && !settings.h2c;
         match &tls {
+            None if native => tokio::spawn(native_task(conn, stream, Arc::clone(ctx.pool), permit)),
             None => tokio::spawn(plain_task(conn, stream, permit)),
             Some(acceptor) => tokio::spawn(tls_task(conn, stream, acceptor.clone(), permit)),
         };
@@ -411,6 +420,18 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
 /// a plain HTTP/1 connection must not carry room for a TLS session.
 async fn plain_task(conn: Conn, stream: TcpStream, permit: OwnedSemaphorePermit) {
     conn.serve_plain(stream).await;
+    drop(permit);
+}
+
+/// A plain HTTP/1.1 connection's task on crawlgate's own layer
+/// (`proxy.http1 = "native"`, without h2c).
+async fn native_task(
+    conn: Conn,
+    stream: TcpStream,
+    pool: Arc<native::BufPool>,
+    permit: OwnedSemaphorePermit,
+) {
+    native::serve(conn, stream, pool).await;
     drop(permit);
 }
 
@@ -675,15 +696,20 @@ mod tests {
     /// connection and the TLS session are boxed, sized to what they are).
     #[test]
     fn connection_tasks_stay_small() {
-        fn output_size<A, B, C, R>(_: impl FnOnce(A, B, C) -> R) -> usize {
+        fn output_size3<A, B, C, R>(_: impl FnOnce(A, B, C) -> R) -> usize {
             std::mem::size_of::<R>()
         }
         fn output_size4<A, B, C, D, R>(_: impl FnOnce(A, B, C, D) -> R) -> usize {
             std::mem::size_of::<R>()
         }
-        let plain = output_size(plain_task);
+        let plain = output_size3(plain_task);
+        let native = output_size4(native_task);
         let tls = output_size4(tls_task);
-        eprintln!("plain task {plain} bytes, TLS task {tls} bytes");
+        eprintln!("plain task {plain} bytes, native {native} bytes, TLS task {tls} bytes");
+        assert!(
+            native <= 1024,
+            "native plain connection task is {native} bytes"
+        );
         assert!(plain <= 1536, "plain connection task is {plain} bytes");
         assert!(tls <= 1536, "TLS connection task is {tls} bytes");
     }

@@ -36,7 +36,7 @@ use crate::route::Route;
 use crate::shed::{Change, Pressure, Reading, ShedPolicy};
 use crate::sitemap::{self, serve::Sitemaps};
 use crate::state::{Snapshot, Worker};
-use crate::tunnel::{Tunnel, UpgradeSlot};
+use crate::tunnel::{OwnConnection, Tunnel, UpgradeSlot};
 use crate::validators;
 use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
@@ -108,6 +108,32 @@ where
         && status != StatusCode::NO_CONTENT
         && status != StatusCode::NOT_MODIFIED;
     Ok(res.map(|body| Observed::new(body, pending, owed)))
+}
+
+/// The answer to a request whose head crawlgate's own HTTP/1.1 layer
+/// refused before serving it, for a reason the service itself refuses on
+/// when hyper's layer reads the head ([`refuse`]: several Host or
+/// User-Agent fields, a Host that is not one, ambiguous framing): the
+/// same answer (`status`: 400 or 431), closing the connection, and the
+/// same record, with what of the request `line` could be read.
+pub fn refused(
+    shared: &Arc<Snapshot>,
+    line: RequestLine,
+    version: Version,
+    status: StatusCode,
+) -> Response<Observed> {
+    let res = response::close(match status {
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => response::header_fields_too_large(),
+        _ => response::bad_request(),
+    });
+    let outcome = Outcome {
+        request: (shared.access_log || shared.report.is_some()).then(|| Box::new(line)),
+        version,
+        status: Some(res.status()),
+        ..Outcome::default()
+    };
+    let pending = Pending::new(Arc::clone(shared), outcome, Instant::now());
+    res.map(|body| Observed::new(body, pending, true))
 }
 
 async fn respond<B>(
@@ -283,9 +309,14 @@ where
             // (HTTP/2 has no slot and never asks: `requested_upgrade` is
             // HTTP/1.1 only.)
             let protocol = proxy::headers::requested_upgrade(req.version(), req.headers()).cloned();
+            // (A connection of crawlgate's own layer hands itself over.)
             let upgrade = match (protocol, upgrades) {
                 (Some(protocol), Some(slot)) => {
-                    Some((protocol, slot, hyper::upgrade::on(&mut req)))
+                    let client = match req.extensions().get::<OwnConnection>() {
+                        Some(_) => None,
+                        None => Some(hyper::upgrade::on(&mut req)),
+                    };
+                    Some((protocol, slot, client))
                 }
                 _ => None,
             };
@@ -314,7 +345,7 @@ async fn forward<B>(
     req: Request<B>,
     class: UaClass,
     robot: Option<proxy::Robot>,
-    upgrade: Option<(HeaderValue, UpgradeSlot, OnUpgrade)>,
+    upgrade: Option<(HeaderValue, UpgradeSlot, Option<OnUpgrade>)>,
     found: Probe,
     pending: &mut Pending,
 ) -> Response<Body>

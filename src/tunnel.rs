@@ -35,11 +35,21 @@ const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
 /// connection. Set at most once per connection.
 pub type UpgradeSlot = Arc<OnceLock<Tunnel>>;
 
+/// Marks a request served by crawlgate's own HTTP/1.1 layer
+/// (`crate::server::native`), in its extensions: its connection is not
+/// hyper's to hand over, so the tunnel's client half is the connection
+/// itself, given to [`Tunnel::run_on`] by the layer once the 101 is
+/// written.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnConnection;
+
 /// The two halves of a switched connection, not yet spliced.
 #[derive(Debug)]
 pub struct Tunnel {
-    /// The client's connection, handed over once the 101 is written.
-    pub client: OnUpgrade,
+    /// The client's connection, handed over by hyper once the 101 is
+    /// written; `None` when the connection layer is crawlgate's own
+    /// ([`OwnConnection`]), which hands it to [`Tunnel::run_on`].
+    pub client: Option<OnUpgrade>,
     /// The upstream's connection, handed over once its 101 is read.
     pub upstream: OnUpgrade,
     /// Close after this long without a byte either way.
@@ -53,45 +63,93 @@ impl Tunnel {
     /// idle for `idle_timeout`, or `close` completes (the shutdown grace
     /// period is over).
     pub async fn run(self, close: impl Future<Output = ()>) {
-        let Self {
-            client,
-            upstream,
-            idle_timeout,
-            peer,
-        } = self;
+        let Some(client) = self.client else {
+            tracing::debug!(peer = %self.peer, "upgrade failed: no client connection to splice");
+            return;
+        };
         let halves = tokio::time::timeout(HANDOVER_TIMEOUT, async {
-            tokio::try_join!(client, upstream)
+            tokio::try_join!(client, self.upstream)
         });
         let (client, upstream) = match halves.await {
             Ok(Ok(halves)) => halves,
             Ok(Err(err)) => {
-                tracing::debug!(%peer, error = %err, "upgrade failed");
+                tracing::debug!(peer = %self.peer, error = %err, "upgrade failed");
                 return;
             }
             Err(_) => {
-                tracing::debug!(%peer, "upgrade handover timed out");
+                tracing::debug!(peer = %self.peer, "upgrade handover timed out");
                 return;
             }
         };
-        let clock = Progress::new();
-        let mut client = Watched {
-            io: TokioIo::new(client),
-            clock: &clock,
-        };
-        let mut upstream = Watched {
-            io: TokioIo::new(upstream),
-            clock: &clock,
-        };
-        tokio::select! {
-            copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
-                Ok((up, down)) => tracing::debug!(%peer, up, down, "tunnel closed"),
-                Err(err) => tracing::debug!(%peer, error = %err, "tunnel ended with an error"),
-            },
-            () = clock.quiet_for(idle_timeout) => {
-                tracing::debug!(%peer, timeout = ?idle_timeout, "closing an idle tunnel");
+        splice(
+            TokioIo::new(client),
+            TokioIo::new(upstream),
+            self.idle_timeout,
+            self.peer,
+            close,
+        )
+        .await;
+    }
+
+    /// [`Tunnel::run`] with `client`, the client's connection (and any
+    /// bytes it sent after the request, read already), as crawlgate's own
+    /// HTTP/1.1 layer hands it over.
+    pub async fn run_on<I>(self, client: I, close: impl Future<Output = ()>)
+    where
+        I: AsyncRead + AsyncWrite + Unpin,
+    {
+        let upstream = match tokio::time::timeout(HANDOVER_TIMEOUT, self.upstream).await {
+            Ok(Ok(upstream)) => upstream,
+            Ok(Err(err)) => {
+                tracing::debug!(peer = %self.peer, error = %err, "upgrade failed");
+                return;
             }
-            () = close => tracing::debug!(%peer, "closing a tunnel: shutdown grace period over"),
+            Err(_) => {
+                tracing::debug!(peer = %self.peer, "upgrade handover timed out");
+                return;
+            }
+        };
+        splice(
+            client,
+            TokioIo::new(upstream),
+            self.idle_timeout,
+            self.peer,
+            close,
+        )
+        .await;
+    }
+}
+
+/// Copies bytes both ways between `client` and `upstream` until either
+/// side closes, nothing moves for `idle_timeout`, or `close` completes.
+async fn splice<C, U>(
+    client: C,
+    upstream: U,
+    idle_timeout: Duration,
+    peer: SocketAddr,
+    close: impl Future<Output = ()>,
+) where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let clock = Progress::new();
+    let mut client = Watched {
+        io: client,
+        clock: &clock,
+    };
+    let mut upstream = Watched {
+        io: upstream,
+        clock: &clock,
+    };
+    tokio::select! {
+        copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => match copied {
+            Ok((up, down)) => tracing::debug!(%peer, up, down, "tunnel closed"),
+            Err(err) => tracing::debug!(%peer, error = %err, "tunnel ended with an error"),
+        },
+        () = clock.quiet_for(idle_timeout) => {
+            tracing::debug!(%peer, timeout = ?idle_timeout, "closing an idle tunnel");
         }
+        () = close => tracing::debug!(%peer, "closing a tunnel: shutdown grace period over"),
     }
 }
 

@@ -264,6 +264,13 @@ async fn transfer_encoding_wins_over_content_length_and_the_connection_closes() 
     let res = try_send_raw(proxy.addr, raw.as_bytes())
         .await
         .expect("a response");
+    if support::native_layer() {
+        // crawlgate's own layer refuses the shape outright, as nginx does.
+        assert_eq!(res.status, 400);
+        assert!(upstream.requests().is_empty(), "{:?}", upstream.requests());
+        proxy.stop().await;
+        return;
+    }
     assert_eq!(res.status, 200);
     assert!(
         !res.text().contains("HTTP/1.1"),

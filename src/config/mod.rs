@@ -49,7 +49,7 @@ pub use keys::keys;
 pub use limits::{Limits, RawLimits};
 pub use log::{LogFormat, RawLog};
 pub use mode::Mode;
-pub use proxy::{parse_upstream, ProxyConfig, RawProxy, UpstreamAddr};
+pub use proxy::{parse_upstream, Http1Layer, ProxyConfig, RawProxy, UpstreamAddr};
 pub use redirect::{HttpsRedirect, RawBlock, RawRedirect, RedirectConfig, WwwMode};
 pub use restart::Restart;
 pub use robots::RawRobots;
@@ -256,6 +256,10 @@ pub struct Overrides {
     /// it would fetch the operators' range lists from the internet).
     #[arg(skip)]
     pub verify: Option<bool>,
+    /// `proxy.http1` (the tests run on either layer:
+    /// `CRAWLGATE_TEST_HTTP1=native`).
+    #[arg(skip)]
+    pub http1: Option<String>,
 }
 
 impl Overrides {
@@ -274,6 +278,7 @@ impl Overrides {
             workers,
             default_state_dir,
             verify,
+            http1,
         } = self;
         over(&mut raw.mode, mode);
         over(&mut raw.listen, listen);
@@ -285,6 +290,7 @@ impl Overrides {
         over(&mut raw.admin.listen, admin_listen);
         over(&mut raw.proxy.workers, workers);
         over(&mut raw.verify.enabled, verify);
+        over(&mut raw.proxy.http1, http1);
         // A default, not an override: the file's own value wins.
         if raw.verify.state_dir.is_none() {
             raw.verify.state_dir.clone_from(default_state_dir);

@@ -36,6 +36,9 @@ pub struct RawProxy {
     pub shutdown_grace: Option<String>,
     /// Accept HTTP/2 with prior knowledge (h2c) on the plain port.
     pub h2c: Option<bool>,
+    /// Which HTTP/1.1 server layer serves the plain port: `hyper` or
+    /// `native`.
+    pub http1: Option<String>,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Option<String>,
     /// Close a WebSocket (or other upgraded) tunnel after this long
@@ -91,10 +94,46 @@ pub struct ProxyConfig {
     pub shutdown_grace: Duration,
     /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
     pub h2c: bool,
+    /// The HTTP/1.1 server layer of the plain port.
+    pub http1: Http1Layer,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
     /// Close an upgraded tunnel (WebSocket) idle this long.
     pub websocket_idle_timeout: Duration,
+}
+
+/// Which HTTP/1.1 server layer serves plain HTTP/1.1 connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Http1Layer {
+    /// hyper's (the default until the native layer has passed every test
+    /// and benchmark).
+    #[default]
+    Hyper,
+    /// crawlgate's own (`crate::server::native`): heads parsed in place,
+    /// no buffer held by an idle keep-alive connection, strict framing.
+    Native,
+}
+
+impl Http1Layer {
+    /// `hyper` or `native`, as written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Http1Layer::Hyper => "hyper",
+            Http1Layer::Native => "native",
+        }
+    }
+}
+
+/// `proxy.http1`, validated (default `hyper`).
+fn http1_layer(raw: Option<&str>) -> Result<Http1Layer, ConfigError> {
+    match raw {
+        None | Some("hyper") => Ok(Http1Layer::Hyper),
+        Some("native") => Ok(Http1Layer::Native),
+        Some(other) => Err(invalid(
+            "proxy.http1",
+            format!("{other:?} is not one of \"hyper\", \"native\""),
+        )),
+    }
 }
 
 /// Parses an upstream URL, `http://host:port` or `https://host:port`.
@@ -163,6 +202,7 @@ pub(super) fn proxy_config(
         header_read_timeout,
         shutdown_grace,
         h2c,
+        http1,
         http2_idle_timeout,
         websocket_idle_timeout,
         workers,
@@ -223,6 +263,7 @@ pub(super) fn proxy_config(
         header_read_timeout: duration("proxy.header_read_timeout", header_read_timeout, "10s")?,
         shutdown_grace: duration("proxy.shutdown_grace", shutdown_grace, "10s")?,
         h2c: h2c.unwrap_or(false),
+        http1: http1_layer(http1.as_deref())?,
         http2_idle_timeout: duration("proxy.http2_idle_timeout", http2_idle_timeout, "60s")?,
         websocket_idle_timeout: duration(
             "proxy.websocket_idle_timeout",

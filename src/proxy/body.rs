@@ -156,12 +156,125 @@ impl Body for RequestBody {
     }
 }
 
+/// The client's request body as crawlgate's own HTTP/1.1 layer reads it
+/// off the connection (`crate::server::native`): the connection's task
+/// sends the data through a [`BodyFeed`], one piece at a time (the
+/// channel holds one: backpressure), and learns from [`BodyFeed::wanted`]
+/// when the body is first asked for (the moment to answer `Expect:
+/// 100-continue`, and before which none of it is read).
+#[derive(Debug)]
+pub struct FedBody {
+    rx: Option<tokio::sync::mpsc::Receiver<Result<Bytes, BodyError>>>,
+    want: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Bytes still to come, when the length is known.
+    left: Option<u64>,
+}
+
+/// The connection's end of a [`FedBody`].
+#[derive(Debug)]
+pub struct BodyFeed {
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, BodyError>>,
+    want: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl FedBody {
+    /// A body of `len` bytes (`None`: chunked) and the feed that fills it.
+    pub fn channel(len: Option<u64>) -> (BodyFeed, FedBody) {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let (want_tx, want) = tokio::sync::oneshot::channel();
+        let body = FedBody {
+            rx: Some(rx),
+            want: Some(want_tx),
+            left: len,
+        };
+        (BodyFeed { tx, want }, body)
+    }
+
+    /// No body.
+    pub fn empty() -> Self {
+        FedBody {
+            rx: None,
+            want: None,
+            left: Some(0),
+        }
+    }
+}
+
+impl BodyFeed {
+    /// Completes when the body is first asked for; `false` when it never
+    /// will be (the request was answered, or dropped, without it).
+    pub async fn wanted(&mut self) -> bool {
+        (&mut self.want).await.is_ok()
+    }
+
+    /// Passes `data` on, once the body has room for it; `false` when
+    /// nobody reads the body any more.
+    pub async fn send(&self, data: Bytes) -> bool {
+        self.tx.send(Ok(data)).await.is_ok()
+    }
+
+    /// Ends the body with `err` (the client's body broke off or was
+    /// malformed).
+    pub async fn fail(&self, err: BodyError) {
+        let _ = self.tx.send(Err(err)).await;
+    }
+}
+
+impl Body for FedBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if let Some(want) = self.want.take() {
+            let _ = want.send(());
+        }
+        if self.left == Some(0) {
+            return Poll::Ready(None);
+        }
+        let Some(rx) = self.rx.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(data))) => {
+                if let Some(left) = &mut self.left {
+                    *left = left.saturating_sub(data.len() as u64);
+                }
+                Poll::Ready(Some(Ok(Frame::data(data))))
+            }
+            Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(err))),
+            // The feed ended without the whole body: the connection
+            // closed under it (a chunked body's end is said by the feed
+            // dropping after its last piece).
+            Poll::Ready(None) if self.left.is_some() => Poll::Ready(Some(Err(
+                "the client closed the connection before the end of its body".into(),
+            ))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == Some(0)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.left {
+            Some(left) => SizeHint::with_exact(left),
+            None => SizeHint::default(),
+        }
+    }
+}
+
 /// The client's body as a forward holds it: hyper's [`Incoming`] (what
-/// the server hands over) polled in place, any other body (a unit test's
-/// request) boxed.
+/// the server hands over) or crawlgate's own layer's [`FedBody`] polled in
+/// place, any other body (a unit test's request) boxed.
 #[derive(Debug)]
 enum Source {
     Incoming(Incoming),
+    Fed(FedBody),
     Other(UnsyncBoxBody<Bytes, BodyError>),
 }
 
@@ -179,6 +292,11 @@ impl Source {
                 return Self::Incoming(incoming);
             }
         }
+        if let Some(fed) = (&mut slot as &mut dyn Any).downcast_mut::<Option<FedBody>>() {
+            if let Some(fed) = fed.take() {
+                return Self::Fed(fed);
+            }
+        }
         let other = slot.map_or_else(
             || Empty::new().map_err(|never| match never {}).boxed_unsync(),
             |body| body.map_err(Into::into).boxed_unsync(),
@@ -192,6 +310,7 @@ impl Source {
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match self {
             Self::Incoming(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            Self::Fed(body) => Pin::new(body).poll_frame(cx),
             Self::Other(body) => Pin::new(body).poll_frame(cx),
         }
     }
@@ -199,6 +318,7 @@ impl Source {
     fn is_end_stream(&self) -> bool {
         match self {
             Self::Incoming(body) => body.is_end_stream(),
+            Self::Fed(body) => body.is_end_stream(),
             Self::Other(body) => body.is_end_stream(),
         }
     }
@@ -206,6 +326,7 @@ impl Source {
     fn size_hint(&self) -> SizeHint {
         match self {
             Self::Incoming(body) => body.size_hint(),
+            Self::Fed(body) => body.size_hint(),
             Self::Other(body) => body.size_hint(),
         }
     }

@@ -134,6 +134,8 @@ pub struct ConnSettings {
     pub header_read_timeout: Duration,
     /// Accept h2c with prior knowledge on the plain port.
     pub h2c: bool,
+    /// The HTTP/1.1 layer of the plain port.
+    pub http1: crate::config::Http1Layer,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
     /// Close an upgraded tunnel idle this long.
@@ -259,6 +261,7 @@ impl Snapshot {
             conn: ConnSettings {
                 header_read_timeout: config.proxy.header_read_timeout,
                 h2c: config.proxy.h2c,
+                http1: config.proxy.http1,
                 http2_idle_timeout: config.proxy.http2_idle_timeout,
                 websocket_idle_timeout: config.proxy.websocket_idle_timeout,
             },

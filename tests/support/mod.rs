@@ -360,6 +360,9 @@ impl Proxy {
             .listen
             .get_or_insert_with(|| "127.0.0.1:0".to_owned());
         overrides.workers.get_or_insert(1);
+        if overrides.http1.is_none() {
+            overrides.http1 = layer_under_test();
+        }
         let dir = tempfile::tempdir().expect("temp dir");
         let config_path = dir.path().join("crawlgate.toml");
         std::fs::write(&config_path, test_config(toml)).expect("write config");
@@ -415,6 +418,20 @@ impl Proxy {
             assert_eq!(stopped, Stopped::Drained);
         }
     }
+}
+
+/// The HTTP/1.1 layer the suite runs on, when `CRAWLGATE_TEST_HTTP1`
+/// names one (`native` or `hyper`; unset: the config's default).
+pub fn layer_under_test() -> Option<String> {
+    std::env::var("CRAWLGATE_TEST_HTTP1")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the suite runs on crawlgate's own HTTP/1.1 layer (where it is
+/// stricter than hyper's, a test says which answer each layer gives).
+pub fn native_layer() -> bool {
+    layer_under_test().as_deref() == Some("native")
 }
 
 /// Overrides for crawlgate in front of `upstream` with an admin listener

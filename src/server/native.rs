@@ -1,0 +1,943 @@
+//! crawlgate's own HTTP/1.1 server connection (`proxy.http1 = "native"`),
+//! for plain HTTP/1.1 connections.
+//!
+//! A connection waiting for its next request holds no buffer: it waits
+//! for the socket to become readable, then takes a [`Scratch`] (read
+//! buffer, field table, write buffer) from its worker's [`BufPool`],
+//! reads and parses the head in place ([`crate::http1::parse_request`],
+//! strict on every request-smuggling shape: 400 or 431 and the connection
+//! closed), and gives the scratch back when no byte of a next request is
+//! left in it.
+//!
+//! The request then goes through the same [`service::handle`] as hyper's
+//! layer serves (its head as an `http::Request`, the header values slices
+//! of the one read buffer), with its body fed from the connection as it
+//! is asked for ([`FedBody`]: backpressure, `100 Continue` when the
+//! request expects it). The response head is written by this module, the
+//! body relayed with the framing HTTP/1.1 requires: the length the
+//! response declares or knows, else chunked (HTTP/1.1 clients) or to the
+//! close (HTTP/1.0). A body that fails mid-way leaves the connection
+//! closed without its end: never presented as complete.
+//!
+//! Timeouts and drain are those of hyper's layer: the header-read timeout
+//! runs from the moment the connection waits for a request until its
+//! head is complete (so it is also the keep-alive idle time); a drain
+//! closes an idle connection at once and a busy one after its response;
+//! the end of the grace period closes everything. An upgrade (WebSocket)
+//! the upstream accepts is spliced by [`crate::tunnel`] with the
+//! connection itself, and any bytes the client sent after its request.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use hyper::body::Body;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::{Conn, Phase};
+use crate::http1::chunked::{ChunkError, Chunked};
+use crate::http1::{self, BodyFraming, Field, HeadError, RequestHead, Version};
+use crate::metrics::Protocol;
+use crate::outcome::RequestLine;
+use crate::proxy::body::{BodyFeed, FedBody};
+use crate::service;
+use crate::tunnel::{OwnConnection, UpgradeSlot};
+
+/// A read buffer's first size: a browser's head fits.
+const READ_BUF: usize = 8 * 1024;
+/// Most bytes of a request body nobody asked for that are read and
+/// dropped to keep the connection for its next request.
+const DISCARD_MAX: usize = 64 * 1024;
+/// Room read at once for a request body.
+const BODY_READ: usize = 16 * 1024;
+/// A response's data gathered before a write: a head and a small body
+/// leave in one write.
+const WRITE_BUF: usize = 16 * 1024;
+/// Scratches a worker keeps for its connections' next requests.
+const POOLED: usize = 256;
+/// How long, and for how many bytes, a closing connection reads what
+/// its client still sends ([`linger`]).
+const LINGER_TIME: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 256 * 1024;
+/// Buffers grown past this (a large head) are not pooled.
+const POOLED_MAX: usize = 64 * 1024;
+
+/// What a connection needs only while a request is in flight.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// Bytes read and not yet used: a head, a body, a next request.
+    buf: BytesMut,
+    /// The head's fields.
+    fields: Vec<Field>,
+    /// A response on its way out.
+    out: Vec<u8>,
+}
+
+/// One worker's scratches, lent to its connections while they serve a
+/// request.
+#[derive(Debug, Default)]
+pub(super) struct BufPool {
+    free: Mutex<Vec<Scratch>>,
+}
+
+impl BufPool {
+    fn take(&self) -> Scratch {
+        let mut scratch = self
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+            .unwrap_or_default();
+        scratch.buf.reserve(READ_BUF);
+        scratch
+    }
+
+    fn give(&self, mut scratch: Scratch) {
+        if scratch.buf.capacity() > POOLED_MAX
+            || scratch.out.capacity() > POOLED_MAX
+            || scratch.fields.capacity() > 256
+        {
+            return;
+        }
+        scratch.buf.clear();
+        scratch.out.clear();
+        scratch.fields.clear();
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.len() < POOLED {
+            free.push(scratch);
+        }
+    }
+}
+
+/// How an exchange left the connection.
+enum Next {
+    /// Ready for the next request.
+    KeepAlive,
+    /// To be closed.
+    Close,
+    /// To be reset: a response failed mid-way, and a close could pass
+    /// for its end (to an HTTP/1.0 client reading to the close); or the
+    /// client took longer than the header-read timeout.
+    Abort,
+    /// Switched protocols: splice it with the upstream's.
+    Switched,
+}
+
+/// Serves the plain HTTP/1.1 connection `stream` until it closes.
+pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
+    let Conn {
+        worker,
+        builders,
+        info,
+        mut phase,
+        ..
+    } = conn;
+    let metrics = Arc::clone(&builders.shared.process.metrics);
+    let _open = metrics.connection(Protocol::http1);
+    let mut scratch: Option<Scratch> = None;
+    loop {
+        let timeout = worker.snapshot().conn.header_read_timeout;
+        let deadline = Instant::now() + timeout;
+        let idle = scratch.as_ref().is_none_or(|s| s.buf.is_empty());
+        if idle {
+            if let Some(done) = scratch.take() {
+                pool.give(done);
+            }
+            if *phase.borrow_and_update() != Phase::Serve {
+                return;
+            }
+            tokio::select! {
+                ready = stream.readable() => if ready.is_err() {
+                    return;
+                },
+                () = tokio::time::sleep_until(deadline) => return,
+                // Draining (or gone): an idle connection closes now.
+                _ = phase.changed() => return,
+            }
+        }
+        let s = scratch.get_or_insert_with(|| pool.take());
+        // Made only for a request that asks to upgrade.
+        let mut slot = None;
+        let exchange = Box::pin(exchange(
+            worker.get(),
+            info,
+            &stream,
+            s,
+            deadline,
+            &mut slot,
+            &mut phase,
+        ));
+        let next = exchange.await;
+        let tunnel = match next {
+            Next::KeepAlive => continue,
+            Next::Close => break,
+            Next::Abort => {
+                let _ = stream.set_zero_linger();
+                return;
+            }
+            // The service's copy of the slot is gone with its response.
+            Next::Switched => slot
+                .and_then(Arc::into_inner)
+                .and_then(std::sync::OnceLock::into_inner),
+        };
+        match tunnel {
+            None => break,
+            Some(tunnel) => {
+                let leftover = scratch.take().map(|s| s.buf.freeze()).unwrap_or_default();
+                let _open = metrics.connection(Protocol::tunnel);
+                let close = async move {
+                    let _ = phase.wait_for(|p| *p == Phase::Close).await;
+                };
+                let client = Prefixed {
+                    prefix: leftover,
+                    io: stream,
+                };
+                Box::pin(tunnel.run_on(client, close)).await;
+                return;
+            }
+        }
+    }
+    if let Some(done) = scratch.take() {
+        pool.give(done);
+    }
+    Box::pin(linger(stream)).await;
+}
+
+/// Closes `stream` the way that lets its client read the whole answer:
+/// the sending half first, then what the client still sends is read and
+/// dropped for a moment (a close with unread bytes would reset the
+/// connection, and the client could lose the answer before reading it).
+async fn linger(mut stream: TcpStream) {
+    if tokio::io::AsyncWriteExt::shutdown(&mut stream)
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let drain = async {
+        let mut sink = [0u8; 4096];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
+}
+
+/// One request on the connection: its head read (by `deadline`), served,
+/// and its response written.
+async fn exchange(
+    worker: Arc<crate::state::Worker>,
+    info: service::ConnInfo,
+    stream: &TcpStream,
+    s: &mut Scratch,
+    deadline: Instant,
+    slot: &mut Option<UpgradeSlot>,
+    phase: &mut watch::Receiver<Phase>,
+) -> Next {
+    let limits = &worker.snapshot.limits;
+    let (read_cap, max_headers) = (
+        super::h1_read_cap(limits.max_header_bytes),
+        limits.max_headers,
+    );
+    let head = loop {
+        match http1::parse_request(&s.buf, read_cap, max_headers, &mut s.fields) {
+            Ok(Some(head)) => break head,
+            Ok(None) => {}
+            Err(err) => {
+                refuse(stream, s, &worker, err, info.peer).await;
+                return Next::Close;
+            }
+        }
+        if s.buf.capacity() - s.buf.len() < 1024 {
+            let room = s.buf.capacity().max(READ_BUF);
+            s.buf
+                .reserve(room.min(read_cap.saturating_sub(s.buf.len()).max(1024)));
+        }
+        tokio::select! {
+            read = read_some(stream, &mut s.buf) => match read {
+                Ok(0) | Err(_) => return Next::Close,
+                Ok(_) => {}
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                // A client this slow is not waited for any longer.
+                tracing::debug!(peer = %info.peer, "header read timeout");
+                return Next::Abort;
+            }
+        }
+    };
+    let head_bytes = s.buf.split_to(head.len).freeze();
+    let (feed, body) = match head.body {
+        BodyFraming::Empty | BodyFraming::Length(0) => (None, FedBody::empty()),
+        BodyFraming::Length(n) => {
+            let (feed, body) = FedBody::channel(Some(n));
+            (Some(feed), body)
+        }
+        BodyFraming::Chunked | BodyFraming::UntilClose => {
+            let (feed, body) = FedBody::channel(None);
+            (Some(feed), body)
+        }
+    };
+    let Some(req) = request(&head, &s.fields, &head_bytes, body) else {
+        s.buf = BytesMut::from(&head_bytes[..]);
+        refuse(stream, s, &worker, HeadError::Target, info.peer).await;
+        return Next::Close;
+    };
+    let is_head = req.method() == Method::HEAD;
+    if head.upgrade {
+        *slot = Some(UpgradeSlot::default());
+    }
+    let response = service::handle(worker, info, slot.clone(), req);
+
+    // The body is fed while the request is served and its answer written
+    // (an upstream may answer before it has read all of it). `Some(true)`
+    // once it has been read to its end.
+    let mut fed = if feed.is_none() { Some(true) } else { None };
+    // Whether a client that sent `Expect: 100-continue` has been told to
+    // send its body (or has sent all of it): if not when the answer
+    // starts, it may never send it, and the connection closes after.
+    let settled = AtomicBool::new(!head.expect_continue || feed.is_none());
+    let feeding = async {
+        match feed {
+            Some(feed) => {
+                let whole = feed_body(stream, &mut s.buf, &head, feed, &settled).await;
+                settled.fetch_or(whole, Ordering::Relaxed);
+                whole
+            }
+            None => true,
+        }
+    };
+    let out = &mut s.out;
+    let draining = &*phase;
+    let written = async {
+        let Ok(res) = response.await;
+        let draining = *draining.borrow() != Phase::Serve;
+        let persists = head.persists() && settled.load(Ordering::Relaxed);
+        write_response(stream, out, res, head.version, persists, is_head, draining).await
+    };
+    let mut feeding = pin!(feeding);
+    let mut written = pin!(written);
+    let mut close = phase.clone();
+    let written = loop {
+        tokio::select! {
+            written = &mut written => break written,
+            complete = &mut feeding, if fed.is_none() => fed = Some(complete),
+            changed = close.changed() => {
+                if changed.is_err() || *close.borrow() == Phase::Close {
+                    return Next::Close;
+                }
+            }
+        }
+    };
+    // A body nobody read is dropped as it comes, for a moment, so that
+    // the connection can serve its next request.
+    if matches!(written, Ok(Written::KeepAlive)) && fed.is_none() {
+        fed = tokio::time::timeout(LINGER_TIME, &mut feeding).await.ok();
+    }
+    match written {
+        Ok(Written::KeepAlive) if fed == Some(true) => Next::KeepAlive,
+        Ok(Written::Switched) => Next::Switched,
+        Ok(_) => Next::Close,
+        Err(err) => {
+            tracing::debug!(peer = %info.peer, error = %err, "response cut off");
+            Next::Abort
+        }
+    }
+}
+
+/// The request `head` (parsed from `bytes` with `fields`) as the service
+/// takes it: the header values are slices of `bytes`, not copies. `None`
+/// when a part is not what `http` accepts (httparse has already refused
+/// most of what that could be).
+fn request(
+    head: &RequestHead,
+    fields: &[Field],
+    bytes: &Bytes,
+    body: FedBody,
+) -> Option<Request<FedBody>> {
+    let method = Method::from_bytes(head.method(bytes)).ok()?;
+    let target = head.target;
+    let uri =
+        Uri::from_maybe_shared(bytes.slice(target.start as usize..target.end as usize)).ok()?;
+    let mut headers = HeaderMap::with_capacity(fields.len());
+    for field in fields {
+        let name = HeaderName::from_bytes(field.name.of(bytes)).ok()?;
+        let value = field.value;
+        let value =
+            HeaderValue::from_maybe_shared(bytes.slice(value.start as usize..value.end as usize))
+                .ok()?;
+        headers.append(name, value);
+    }
+    let mut req = Request::new(body);
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    *req.version_mut() = match head.version {
+        Version::Http10 => http::Version::HTTP_10,
+        Version::Http11 => http::Version::HTTP_11,
+    };
+    *req.headers_mut() = headers;
+    if head.upgrade {
+        req.extensions_mut().insert(OwnConnection);
+    }
+    Some(req)
+}
+
+/// Reads the request body framed as `head` says from `stream` (after what
+/// `buf` holds already) into `feed`, once it is asked for. When it is not
+/// asked for (the request answered without it, or its reader gone), the
+/// rest is read and dropped, up to [`DISCARD_MAX`] bytes, so that the
+/// connection can serve the next request. `true` when the body was read
+/// to its end; `false` when it was not (too much left to drop, the client
+/// gone, or malformed: then its reader was told).
+async fn feed_body(
+    stream: &TcpStream,
+    buf: &mut BytesMut,
+    head: &RequestHead,
+    mut feed: BodyFeed,
+    settled: &AtomicBool,
+) -> bool {
+    let mut framing = match head.body {
+        BodyFraming::Chunked => Framed::Chunked(Chunked::new()),
+        BodyFraming::Length(n) => Framed::Length(n),
+        BodyFraming::Empty | BodyFraming::UntilClose => Framed::Length(0),
+    };
+    // What has arrived with the head is queued at once (the channel has
+    // room for one piece), as hyper's body hands it over on its first
+    // poll: a body broken from its first bytes fails before the request
+    // goes upstream.
+    let mut whole = false;
+    if !buf.is_empty() {
+        match framing.next_piece(buf) {
+            Ok((data, done)) => {
+                if !data.is_empty() && !feed.send(data).await {
+                    return false;
+                }
+                whole = done;
+            }
+            Err(err) => {
+                feed.fail(Box::new(err)).await;
+                return false;
+            }
+        }
+    }
+    let mut sink = feed.wanted().await.then_some(&feed);
+    // Sent when the body is asked for, even if some of it came already
+    // (as hyper's layer does; RFC 9110 §10.1.1 allows either).
+    if sink.is_some() && head.expect_continue && head.version == Version::Http11 {
+        if write_all(stream, b"HTTP/1.1 100 Continue\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        settled.store(true, Ordering::Relaxed);
+    }
+    if whole {
+        settled.store(true, Ordering::Relaxed);
+        return true;
+    }
+    // Bytes dropped unread so far.
+    let mut dropped = 0usize;
+    loop {
+        // What is buffered first.
+        while !buf.is_empty() {
+            let (data, done) = match framing.next_piece(buf) {
+                Ok(piece) => piece,
+                Err(err) => {
+                    if let Some(feed) = sink {
+                        feed.fail(Box::new(err)).await;
+                    }
+                    return false;
+                }
+            };
+            if !data.is_empty() {
+                let len = data.len();
+                let passed = match sink {
+                    Some(feed) => feed.send(data).await,
+                    None => false,
+                };
+                if !passed {
+                    sink = None;
+                    dropped += len;
+                    if dropped > DISCARD_MAX {
+                        return false;
+                    }
+                }
+            }
+            if done {
+                return true;
+            }
+        }
+        if matches!(framing, Framed::Length(0)) {
+            return true;
+        }
+        buf.reserve(BODY_READ);
+        let read = read_some(stream, buf).await;
+        if let (Some(feed), Ok(0) | Err(_)) = (sink, &read) {
+            let err: crate::proxy::BodyError = match read {
+                Err(err) => Box::new(err),
+                Ok(_) => "the client closed the connection before the end of its body".into(),
+            };
+            feed.fail(err).await;
+            return false;
+        }
+        if matches!(read, Ok(0) | Err(_)) {
+            return false;
+        }
+    }
+}
+
+/// Where a request body stands.
+#[derive(Debug)]
+enum Framed {
+    /// This many bytes left.
+    Length(u64),
+    /// Chunked, read this far.
+    Chunked(Chunked),
+}
+
+impl Framed {
+    /// The next piece of body data at the start of `buf`, taken out of it
+    /// (empty when `buf` held only framing), and whether the body ended.
+    fn next_piece(&mut self, buf: &mut BytesMut) -> Result<(Bytes, bool), ChunkError> {
+        match self {
+            Framed::Length(left) => {
+                let take = usize::try_from(*left).unwrap_or(usize::MAX).min(buf.len());
+                *left -= take as u64;
+                Ok((buf.split_to(take).freeze(), *left == 0))
+            }
+            Framed::Chunked(reader) => {
+                let decoded = reader.decode(buf)?;
+                let piece = buf.split_to(decoded.consumed).freeze();
+                Ok((piece.slice(decoded.data), decoded.done))
+            }
+        }
+    }
+}
+
+/// How a response left the connection.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// Whole, and the connection may serve another request.
+    KeepAlive,
+    /// Whole, and the connection closes.
+    Close,
+    /// A `101`: the connection is the tunnel's.
+    Switched,
+}
+
+/// How a response body is framed to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    /// No body is sent.
+    None,
+    /// `Content-Length`.
+    Length(u64),
+    /// Chunked.
+    Chunked,
+    /// To the close.
+    UntilClose,
+}
+
+/// Writes `res` to the client of a request of `version` (whose
+/// connection `persists`, as far as it says): the head, then the body
+/// relayed with its framing. `Err` when the body failed or the
+/// client is gone: the connection is then closed, the message unfinished.
+async fn write_response<B: Body<Data = Bytes>>(
+    stream: &TcpStream,
+    out: &mut Vec<u8>,
+    res: Response<B>,
+    version: Version,
+    persists: bool,
+    is_head: bool,
+    draining: bool,
+) -> io::Result<Written> {
+    let (parts, body) = res.into_parts();
+    let status = parts.status;
+    let headers = &parts.headers;
+    let switched = status == StatusCode::SWITCHING_PROTOCOLS;
+    let bodiless = is_head
+        || status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let exact = body.size_hint().exact();
+    let framing = if bodiless {
+        Framing::None
+    } else if let Some(n) = declared.or(exact) {
+        Framing::Length(n)
+    } else if version == Version::Http11 {
+        Framing::Chunked
+    } else {
+        Framing::UntilClose
+    };
+    let says_close = headers
+        .get_all(CONNECTION)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let keep_alive =
+        !switched && persists && !says_close && !draining && framing != Framing::UntilClose;
+
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in headers {
+        if name == TRANSFER_ENCODING || (name == CONTENT_LENGTH && framing != Framing::None) {
+            continue;
+        }
+        if name == CONNECTION && !switched {
+            continue;
+        }
+        field(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !headers.contains_key(DATE) {
+        DATE_NOW.with(|date| field(out, b"date", &date.now()));
+    }
+    match framing {
+        Framing::Length(n) => {
+            out.extend_from_slice(b"content-length: ");
+            out.extend_from_slice(itoa(n, &mut [0; 20]));
+            out.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        // A HEAD answer says the length its GET would have, as known.
+        Framing::None if is_head && declared.is_none() => {
+            if let Some(n) = exact.filter(|&n| n > 0) {
+                out.extend_from_slice(b"content-length: ");
+                out.extend_from_slice(itoa(n, &mut [0; 20]));
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        Framing::None | Framing::UntilClose => {}
+    }
+    if !switched {
+        // HTTP/1.0 closes unless told otherwise.
+        if !keep_alive && (version == Version::Http11 || says_close) {
+            out.extend_from_slice(b"connection: close\r\n");
+        } else if keep_alive && version == Version::Http10 {
+            out.extend_from_slice(b"connection: keep-alive\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+
+    if framing == Framing::None {
+        // Unread: a HEAD, 1xx, 204 or 304 has no body for the client.
+        drop(body);
+        write_all(stream, out).await?;
+        return Ok(if switched {
+            Written::Switched
+        } else if keep_alive {
+            Written::KeepAlive
+        } else {
+            Written::Close
+        });
+    }
+
+    let mut body = pin!(body);
+    let mut sent = 0u64;
+    loop {
+        // A frame ready now joins what is gathered; otherwise what is
+        // gathered leaves before waiting for the next.
+        let polled = std::future::poll_fn(|cx| Poll::Ready(body.as_mut().poll_frame(cx))).await;
+        let frame = match polled {
+            Poll::Ready(frame) => frame,
+            Poll::Pending => {
+                if !out.is_empty() {
+                    write_all(stream, out).await?;
+                    out.clear();
+                }
+                std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await
+            }
+        };
+        match frame {
+            Some(Ok(frame)) => {
+                let Ok(data) = frame.into_data() else {
+                    continue; // Trailers are not passed on.
+                };
+                if data.is_empty() {
+                    continue;
+                }
+                sent += data.len() as u64;
+                if let Framing::Length(n) = framing {
+                    if sent > n {
+                        return Err(io::Error::other("response body longer than its length"));
+                    }
+                }
+                if framing == Framing::Chunked {
+                    out.extend_from_slice(format_hex(data.len(), &mut [0; 16]));
+                    out.extend_from_slice(b"\r\n");
+                }
+                if out.len() + data.len() <= WRITE_BUF {
+                    out.extend_from_slice(&data);
+                } else {
+                    write_all(stream, out).await?;
+                    out.clear();
+                    write_all(stream, &data).await?;
+                }
+                if framing == Framing::Chunked {
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+            Some(Err(_)) => return Err(io::Error::other("response body failed")),
+            None => break,
+        }
+    }
+    match framing {
+        Framing::Length(n) if sent != n => {
+            return Err(io::Error::other("response body shorter than its length"));
+        }
+        Framing::Chunked => out.extend_from_slice(b"0\r\n\r\n"),
+        _ => {}
+    }
+    if !out.is_empty() {
+        write_all(stream, out).await?;
+        out.clear();
+    }
+    Ok(if keep_alive {
+        Written::KeepAlive
+    } else {
+        Written::Close
+    })
+}
+
+/// Appends the field line `name: value`.
+fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, in `buf`.
+fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// `n` in hexadecimal, in `buf`.
+fn format_hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b"0123456789abcdef"[n % 16];
+        n /= 16;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// What a refused head's request line and fields say, for its record:
+/// read by httparse without the strict checks (`None` when not even a
+/// method and target can be read).
+fn refused_line(buf: &[u8], peer: SocketAddr) -> Option<(RequestLine, http::Version)> {
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut fields);
+    let _ = req.parse(buf);
+    let method = Method::from_bytes(req.method?.as_bytes()).ok()?;
+    let uri = Uri::try_from(req.path?).ok()?;
+    let version = match req.version {
+        Some(0) => http::Version::HTTP_10,
+        _ => http::Version::HTTP_11,
+    };
+    let first = |name: &str| {
+        req.headers
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
+            .and_then(|f| HeaderValue::from_bytes(f.value).ok())
+    };
+    let line = RequestLine {
+        time: SystemTime::now(),
+        client: peer.ip(),
+        method,
+        uri,
+        host: first("host"),
+        user_agent: first("user-agent"),
+        referer: first("referer"),
+    };
+    Some((line, version))
+}
+
+/// Answers a head refused by the parser (`err`'s status) and says so at
+/// debug level; the connection is closed after it. A head refused for a
+/// reason the service refuses on too (hyper's parser reads it: several
+/// Host fields, an ambiguous framing…) is answered and recorded as the
+/// service does; one no HTTP/1.1 parser reads (malformed, too large) gets
+/// an empty answer and no record, as from hyper's parser.
+async fn refuse(
+    stream: &TcpStream,
+    s: &mut Scratch,
+    worker: &crate::state::Worker,
+    err: HeadError,
+    peer: SocketAddr,
+) {
+    tracing::debug!(%peer, error = %err, "refused a request head");
+    let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    let read_by_hyper = !matches!(
+        err,
+        HeadError::Malformed(_)
+            | HeadError::BareLf
+            | HeadError::TooManyFields
+            | HeadError::TooLarge
+            | HeadError::Version
+    );
+    if read_by_hyper {
+        if let Some((line, version)) = refused_line(&s.buf, peer) {
+            let res = service::refused(&worker.snapshot, line, version, status);
+            let version = match version {
+                http::Version::HTTP_10 => Version::Http10,
+                _ => Version::Http11,
+            };
+            let _ = write_response(stream, &mut s.out, res, version, false, false, true).await;
+            return;
+        }
+    }
+    let out = &mut s.out;
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\ncontent-length: 0\r\nconnection: close\r\n");
+    DATE_NOW.with(|date| field(out, b"date", &date.now()));
+    out.extend_from_slice(b"\r\n");
+    let _ = write_all(stream, out).await;
+}
+
+/// Reads what `stream` has into the spare room of `buf` (which must have
+/// some); `Ok(0)` at its end.
+async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        match stream.try_read_buf(buf) {
+            Ok(n) => return Ok(n),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Writes all of `bytes` to `stream`.
+async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.writable().await?;
+        match stream.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// `Date` for this second, formatted once a second per thread.
+struct DateCache {
+    second: std::cell::Cell<u64>,
+    text: std::cell::RefCell<[u8; 29]>,
+}
+
+impl DateCache {
+    fn now(&self) -> [u8; 29] {
+        let now = SystemTime::now();
+        let second = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if second != self.second.get() {
+            let text = httpdate::fmt_http_date(now);
+            if text.len() == 29 {
+                self.text.borrow_mut().copy_from_slice(text.as_bytes());
+                self.second.set(second);
+            }
+        }
+        *self.text.borrow()
+    }
+}
+
+thread_local! {
+    static DATE_NOW: DateCache = const {
+        DateCache {
+            second: std::cell::Cell::new(u64::MAX),
+            text: std::cell::RefCell::new(*b"Thu, 01 Jan 1970 00:00:00 GMT"),
+        }
+    };
+}
+
+/// The client's connection handed to a tunnel: the bytes it sent after
+/// its request (read already) first, then the connection.
+struct Prefixed {
+    prefix: Bytes,
+    io: TcpStream,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..n]);
+            self.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_http_wants_them() {
+        assert_eq!(itoa(0, &mut [0; 20]), b"0");
+        assert_eq!(itoa(u64::MAX, &mut [0; 20]), b"18446744073709551615");
+        assert_eq!(format_hex(0, &mut [0; 16]), b"0");
+        assert_eq!(format_hex(0x1a2f, &mut [0; 16]), b"1a2f");
+    }
+}

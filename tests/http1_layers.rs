@@ -1,0 +1,414 @@
+//! The two HTTP/1.1 layers side by side (`proxy.http1 = "hyper"` and
+//! `"native"`): the same raw byte streams, valid and hostile, sent to a
+//! crawlgate on each, each in front of its own recording upstream. Both
+//! must answer with the same statuses, fields and bodies, and send the
+//! upstream the same requests, except where the native layer is stricter
+//! by design (docs/development.md): there it answers 400, closes, and
+//! forwards nothing.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crawlgate::config::Overrides;
+use crawlgate::http1::chunked::Chunked;
+use proptest::prelude::*;
+use support::{Proxy, Recorded, Upstream, FIREFOX, GOOGLEBOT};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One response as the client read it.
+#[derive(Debug, PartialEq, Eq)]
+struct Answer {
+    status: u16,
+    /// Field lines but `Date`, lower-cased names, sorted.
+    fields: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Splits what a client read into responses; a last one cut short (no
+/// complete head, or a body short of its framing) is dropped and said.
+fn answers(mut buf: &[u8], head_request: &[bool]) -> (Vec<Answer>, bool) {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return (out, true);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf = &buf[end + 4..];
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let mut fields: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .filter(|(k, _)| k != "date")
+            // hyper's layer answers an HTTP/1.0 keep-alive request it
+            // closes with `Connection: close, keep-alive`: read as close.
+            .map(|(k, v)| match k.as_str() {
+                "connection" if v.to_ascii_lowercase().contains("close") => (k, "close".to_owned()),
+                _ => (k, v),
+            })
+            .collect();
+        fields.sort();
+        let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+        let bodiless = head_request.get(out.len()).copied().unwrap_or(false)
+            || status < 200
+            || status == 204
+            || status == 304;
+        let body = if bodiless {
+            Vec::new()
+        } else if field("transfer-encoding").is_some() {
+            let mut reader = Chunked::new();
+            let mut data = Vec::new();
+            let mut at = 0;
+            loop {
+                let Ok(decoded) = reader.decode(&buf[at..]) else {
+                    return (out, true);
+                };
+                data.extend_from_slice(&buf[at..][decoded.data.clone()]);
+                at += decoded.consumed;
+                if decoded.done {
+                    break;
+                }
+                if at == buf.len() {
+                    return (out, true);
+                }
+            }
+            buf = &buf[at..];
+            data
+        } else if let Some(len) = field("content-length").and_then(|v| v.parse::<usize>().ok()) {
+            if buf.len() < len {
+                return (out, true);
+            }
+            let body = buf[..len].to_vec();
+            buf = &buf[len..];
+            body
+        } else {
+            let body = buf.to_vec();
+            buf = &[];
+            body
+        };
+        // Framing is the layer's business: the fields that say it are
+        // compared through the body they frame.
+        let fields = fields
+            .into_iter()
+            .filter(|(k, _)| k != "transfer-encoding" && (bodiless || k != "content-length"))
+            .collect();
+        out.push(Answer {
+            status,
+            fields,
+            body,
+        });
+    }
+    (out, false)
+}
+
+/// A request as an upstream received it: method, target, fields (sorted),
+/// and the SHA-256 of its body.
+type Forwarded = (String, String, Vec<(String, String)>, String);
+
+/// What reached an upstream, comparable across the two: the port the
+/// client connected to differs, so `X-Forwarded-Port` is left out, and
+/// the upstream's own address (the Host of a request without one) is
+/// written `upstream`.
+fn seen(upstream: &Upstream) -> Vec<Forwarded> {
+    let own = upstream.addr.to_string();
+    upstream
+        .requests()
+        .into_iter()
+        .map(|r: Recorded| {
+            let mut fields: Vec<_> = r
+                .headers
+                .iter()
+                .filter(|(k, _)| k.as_str() != "x-forwarded-port")
+                .map(|(k, v)| {
+                    let v = String::from_utf8_lossy(v.as_bytes()).replace(&own, "upstream");
+                    (k.as_str().to_owned(), v)
+                })
+                .collect();
+            fields.sort();
+            (r.method, r.uri, fields, r.body_sha256)
+        })
+        .collect()
+}
+
+/// Ends every stream, so that a connection the stream leaves open closes
+/// (when the stream has closed it already, it is never read).
+const LAST: &[u8] = b"GET /last HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n";
+
+/// Sends `raw` then [`LAST`] on a new connection, and reads until the
+/// server closes (at most 5 s). The sending half stays open: hyper's
+/// layer drops a request whose client has half-closed.
+async fn exchange(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+    let io = async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        // In one write, so that both layers read what follows a head
+        // with it (a body broken from its first byte then fails before
+        // the request goes upstream, on either).
+        let _ = stream.write_all(&[raw, LAST].concat()).await;
+        let mut buf = Vec::new();
+        let _ = stream.read_to_end(&mut buf).await;
+        buf
+    };
+    match tokio::time::timeout(Duration::from_secs(5), io).await {
+        Ok(buf) => buf,
+        Err(_) => panic!(
+            "{addr}: the connection did not end within 5 s: {:?}",
+            String::from_utf8_lossy(raw)
+        ),
+    }
+}
+
+/// A crawlgate on `layer` in front of a fresh recording upstream.
+async fn side(layer: &str, toml: &str) -> (Proxy, Upstream) {
+    let upstream = Upstream::start().await;
+    let overrides = Overrides {
+        upstream: Some(upstream.url()),
+        http1: Some(layer.to_owned()),
+        ..Overrides::default()
+    };
+    (Proxy::start_with(toml, overrides).await, upstream)
+}
+
+/// Whether `raw` has, in any of its heads, a shape the native layer
+/// refuses where hyper's reads a request: a bare LF line end,
+/// Content-Length with Transfer-Encoding, more than one Content-Length, a
+/// target byte outside visible ASCII. (Read loosely: a body that looks
+/// like one of these only makes the comparison more lenient.)
+fn stricter_shape(raw: &[u8]) -> bool {
+    let bare_lf = raw
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'\n' && (i == 0 || raw[i - 1] != b'\r'));
+    let text = String::from_utf8_lossy(raw).to_ascii_lowercase();
+    let framing = text.split("\r\n\r\n").any(|head| {
+        let lengths = head.matches("\ncontent-length:").count();
+        lengths > 1 || (lengths == 1 && head.contains("\ntransfer-encoding:"))
+    });
+    bare_lf || framing || raw.iter().any(|&b| b >= 0x80)
+}
+
+/// Runs `raw` through both layers and compares what both sides saw.
+async fn same_on_both(
+    hyper: &(Proxy, Upstream),
+    native: &(Proxy, Upstream),
+    raw: &[u8],
+    heads: &[bool],
+) -> Result<(), String> {
+    let before = (seen(&hyper.1).len(), seen(&native.1).len());
+    let a = exchange(hyper.0.addr, raw).await;
+    let b = exchange(native.0.addr, raw).await;
+    // The upstream records a request once its body is read: give the
+    // last one a moment.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (ours, theirs) = (seen(&hyper.1), seen(&native.1));
+    let (ours, theirs) = (&ours[before.0..], &theirs[before.1..]);
+    // `100 Continue` is an interim answer: whether it is sent when the
+    // body has come already is each layer's choice (RFC 9110 §10.1.1).
+    let interim = |x: &Answer| x.status == 100;
+    let (mut a, _) = answers(&a, heads);
+    let (mut b, _) = answers(&b, heads);
+    a.retain(|x| !interim(x));
+    b.retain(|x| !interim(x));
+    let shown = String::from_utf8_lossy(raw);
+    // A refused head: the same status (and, below, nothing after it);
+    // the text of the answer is the layer's (hyper's parser answers its
+    // refusals with no body, and an HTTP/1.0 one without `Connection`).
+    let alike = |x: &Answer, y: &Answer| {
+        x == y || (x.status == y.status && matches!(x.status, 400 | 431 | 505))
+    };
+    let agreed = a.iter().zip(&b).take_while(|(x, y)| alike(x, y)).count();
+    if agreed == a.len() && agreed == b.len() {
+        // A body broken from its first bytes, with `Expect`: hyper's
+        // layer has sent the head upstream before it reads the body and
+        // fails; the native layer reads what came with the head first.
+        let aborted_on_hyper = a.last().is_some_and(|x| x.status == 400)
+            && theirs.len() < ours.len()
+            && theirs == &ours[..theirs.len()];
+        if ours != theirs && !aborted_on_hyper {
+            return Err(format!(
+                "upstream requests differ for {shown:?}\nhyper:  {ours:?}\nnative: {theirs:?}"
+            ));
+        }
+        return Ok(());
+    }
+    // Where they part, the native layer may have refused by design: a
+    // stricter shape (400), or a version it does not speak (505, where
+    // hyper's says 400). It then answered nothing more and forwarded
+    // nothing hyper's did not.
+    let refused = b.len() == agreed + 1
+        && match (a.get(agreed).map(|x| x.status), b[agreed].status) {
+            (Some(400), 505) => true,
+            (_, 400) => stricter_shape(raw),
+            _ => false,
+        };
+    if refused && theirs.len() <= ours.len() && theirs == &ours[..theirs.len()] {
+        return Ok(());
+    }
+    Err(format!(
+        "answers differ for {shown:?}\nhyper:  {a:?}\nnative: {b:?}\nforwarded by hyper's: {ours:?}\nby native: {theirs:?}"
+    ))
+}
+
+const TOML: &str = "[redirect]\nwww = \"apex\"\n[limits]\nmax_body_bytes = 1000000\n";
+
+/// Streams written by hand: each a case the layers must agree on.
+fn cases() -> Vec<(&'static str, String)> {
+    let ua = |ua: &str| format!("User-Agent: {ua}\r\n");
+    let firefox = ua(FIREFOX);
+    let googlebot = ua(GOOGLEBOT);
+    let browser = format!(
+        "Host: example.com\r\n{firefox}Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\nAccept-Language: en-US,en;q=0.5\r\nAccept-Encoding: gzip, deflate, br\r\nReferer: http://example.com/\r\nCookie: a=1\r\nCookie: b=2\r\nUpgrade-Insecure-Requests: 1\r\nSec-Fetch-Dest: document\r\nSec-Fetch-Mode: navigate\r\nPriority: u=0, i\r\n"
+    );
+    vec![
+        ("a browser's GET", format!("GET /index.php?id=7 HTTP/1.1\r\n{browser}Connection: close\r\n\r\n")),
+        ("HEAD", format!("HEAD / HTTP/1.1\r\n{browser}Connection: close\r\n\r\n")),
+        ("a robot's action URL", format!("GET /doku.php?id=x&do=edit HTTP/1.1\r\nHost: example.com\r\n{googlebot}Connection: close\r\n\r\n")),
+        ("a www host", format!("GET /page HTTP/1.1\r\nHost: www.example.com\r\n{firefox}Connection: close\r\n\r\n")),
+        ("robots.txt", format!("GET /robots.txt HTTP/1.1\r\nHost: example.com\r\n{googlebot}Connection: close\r\n\r\n")),
+        ("a POST with a length", format!("POST /upload HTTP/1.1\r\nHost: example.com\r\n{firefox}Content-Type: text/plain\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world")),
+        ("a chunked POST with extensions and trailers", format!("POST /upload HTTP/1.1\r\nHost: example.com\r\n{firefox}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5;a=b\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n")),
+        ("three pipelined requests", format!("GET /1 HTTP/1.1\r\n{browser}\r\nPOST /upload HTTP/1.1\r\nHost: example.com\r\nContent-Length: 3\r\n\r\nabcGET /3 HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")),
+        ("HTTP/1.0 keep-alive then close", "GET /a HTTP/1.0\r\nHost: example.com\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\nHost: example.com\r\n\r\n".to_owned()),
+        ("HTTP/1.0 without Host", "GET /a HTTP/1.0\r\n\r\n".to_owned()),
+        ("absolute form", format!("GET http://example.com/abs?q=1 HTTP/1.1\r\nHost: example.com\r\n{firefox}Connection: close\r\n\r\n")),
+        ("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n".to_owned()),
+        ("hop-by-hop fields and client claims", format!("GET /h HTTP/1.1\r\nHost: example.com\r\n{firefox}Connection: x-private, close\r\nX-Private: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nX-Forwarded-For: 6.6.6.6\r\nX-Crawler: 0\r\nX-Real-IP: 6.6.6.6\r\n\r\n")),
+        ("an h2c upgrade", format!("GET /u HTTP/1.1\r\nHost: example.com\r\n{firefox}Connection: Upgrade, HTTP2-Settings, close\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n")),
+        ("a download", format!("GET /download?bytes=100000 HTTP/1.1\r\nHost: example.com\r\n{firefox}Connection: close\r\n\r\n")),
+        ("CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n".to_owned()),
+        ("two Host fields", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n".to_owned()),
+        ("two User-Agents", format!("GET / HTTP/1.1\r\nHost: a\r\n{firefox}{googlebot}\r\n")),
+        ("no Host", "GET / HTTP/1.1\r\n\r\n".to_owned()),
+        ("a bad Host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n".to_owned()),
+        ("obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n".to_owned()),
+        ("NUL in a value", "GET / HTTP/1.1\r\nHost: a\r\nX-A: 1\x002\r\n\r\n".to_owned()),
+        ("space in the target", "GET /a b HTTP/1.1\r\nHost: a\r\n\r\n".to_owned()),
+        ("HTTP/2.0 line", "GET / HTTP/2.0\r\nHost: a\r\n\r\n".to_owned()),
+        ("garbage", "\x16\x03\x01\x02\x00\x01\x00\x01\x7f\x03\x03".to_owned()),
+        ("Transfer-Encoding gzip", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\nxxxxx".to_owned()),
+        ("chunked twice", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_owned()),
+        ("a broken chunk", "POST /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n".to_owned()),
+        ("a body over the limit", "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999\r\n\r\nabc".to_owned()),
+        ("Content-Length with Transfer-Encoding (stricter)", "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n".to_owned()),
+        ("two equal Content-Lengths (stricter)", "POST /upload HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc".to_owned()),
+        ("bare LF (stricter)", "GET /lf HTTP/1.1\nHost: a\nConnection: close\n\n".to_owned()),
+        ("a UTF-8 target (stricter)", "GET /caf\u{e9} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_owned()),
+    ]
+}
+
+#[tokio::test]
+async fn both_layers_answer_and_forward_alike() {
+    let hyper = side("hyper", TOML).await;
+    let native = side("native", TOML).await;
+    let mut failures = Vec::new();
+    for (name, raw) in cases() {
+        let heads: Vec<bool> = raw
+            .split("\r\n\r\n")
+            .map(|part| part.contains("HEAD /"))
+            .collect();
+        if let Err(why) = same_on_both(&hyper, &native, raw.as_bytes(), &heads).await {
+            failures.push(format!("{name}: {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    hyper.0.stop().await;
+    native.0.stop().await;
+}
+
+/// One request line, fields and body, built from pieces that cover the
+/// framing rules and their hostile variants.
+fn request_stream() -> impl Strategy<Value = Vec<u8>> {
+    let method = prop::sample::select(vec!["GET", "HEAD", "POST", "PUT", "OPTIONS", "DELETE"]);
+    let target = prop::sample::select(vec![
+        "/",
+        "/index.php?id=1",
+        "/doku.php?do=edit",
+        "/a?b=1&b=2",
+        "http://example.com/x",
+        "/%41%2F",
+        "/robots.txt",
+    ]);
+    let version = prop::sample::select(vec!["HTTP/1.1", "HTTP/1.0"]);
+    let field = prop::sample::select(vec![
+        "Host: example.com",
+        "Host: www.example.com",
+        "Host: example.com:80",
+        "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+        "User-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        "User-Agent: curl/8.5.0",
+        "Content-Length: 0",
+        "Content-Length: 4",
+        "Transfer-Encoding: chunked",
+        "Connection: close",
+        "Connection: keep-alive",
+        "Connection: x-a",
+        "X-A: 1",
+        "Cookie: s=1",
+        "Accept: */*",
+        "Expect: 100-continue",
+        "X-Forwarded-For: 10.0.0.1",
+        "X-Crawler: 1",
+    ]);
+    let body = prop::sample::select(vec!["", "abcd", "4\r\nabcd\r\n0\r\n\r\n", "0\r\n\r\n"]);
+    let end = prop::sample::select(vec!["\r\n", "\r\n", "\r\n", "\n"]);
+    (
+        method,
+        target,
+        version,
+        prop::collection::vec(field, 0..6),
+        end,
+        body,
+    )
+        .prop_map(|(method, target, version, fields, end, body)| {
+            let mut raw = format!("{method} {target} {version}{end}");
+            for f in fields {
+                raw.push_str(f);
+                raw.push_str(end);
+            }
+            raw.push_str(end);
+            raw.push_str(body);
+            raw.into_bytes()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Generated streams of one or two requests: the same answers and
+    /// the same requests upstream, or native's documented refusal.
+    #[test]
+    fn generated_streams_are_served_alike(
+        first in request_stream(),
+        second in prop::option::of(request_stream()),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let result = runtime.block_on(async {
+            let hyper = side("hyper", TOML).await;
+            let native = side("native", TOML).await;
+            let mut raw = first.clone();
+            let mut heads = vec![first.starts_with(b"HEAD ")];
+            if let Some(second) = &second {
+                raw.extend_from_slice(second);
+                heads.push(second.starts_with(b"HEAD "));
+            }
+            let result = same_on_both(&hyper, &native, &raw, &heads).await;
+            hyper.0.stop().await;
+            native.0.stop().await;
+            result
+        });
+        prop_assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
+    }
+}
