@@ -52,6 +52,7 @@ def main() -> int:
             "origin",
             "crawlgate-baseline",
             "crawlgate",
+            "crawlgate-native",
             "crawlgate-protect",
             "crawlgate-verify",
             "crawlgate-report",
@@ -114,6 +115,17 @@ def main() -> int:
                 f"{ratio(med(name, proxy, 'p99'), med(name, 'crawlgate', 'p99'))} |"
             )
 
+    on_off("crawlgate-native", "crawlgate's own HTTP/1.1 layer (proxy.http1 = native)")
+    if any(p == "crawlgate-native" for _, p in runs) and any(p == "nginx-lean" for _, p in runs):
+        print("\ncrawlgate-native against nginx-lean:\n")
+        print("| scenario | CPU/req native ÷ nginx-lean | req/s native ÷ nginx-lean | p99 native ÷ nginx-lean |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in ["pass", "mixed", "mixed-logged"]:
+            print(
+                f"| {name} | {ratio(med(name, 'crawlgate-native', 'cpu'), med(name, 'nginx-lean', 'cpu'))} | "
+                f"{ratio(med(name, 'crawlgate-native', 'rps'), med(name, 'nginx-lean', 'rps'))} | "
+                f"{ratio(med(name, 'crawlgate-native', 'p99'), med(name, 'nginx-lean', 'p99'))} |"
+            )
     on_off("crawlgate-protect", "Shedding and the robots cache")
     on_off("crawlgate-verify", "Crawler verification")
 
@@ -166,7 +178,7 @@ def main() -> int:
                 ok = False
     print(f"| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for proxy in ["crawlgate", "nginx-lean"]:
+    for proxy in ["crawlgate", "crawlgate-native", "nginx-lean"]:
         if proxy not in idle and proxy not in streams:
             continue
         per_conn, n = idle.get(proxy, (0, 0))
@@ -178,7 +190,7 @@ def main() -> int:
     if "crawlgate-tls" in idle:
         figures = ", ".join(
             f"{proxy} {idle[proxy + '-tls'][0]:.1f} KiB ({idle[proxy + '-tls'][1]} connections)"
-            for proxy in ["crawlgate", "nginx-lean"]
+            for proxy in ["crawlgate", "crawlgate-native", "nginx-lean"]
             if proxy + "-tls" in idle
         )
         print(f"\nPer idle keep-alive connection over TLS (one request each): {figures}")
