@@ -156,14 +156,22 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
             if *phase.borrow_and_update() != Phase::Serve {
                 return;
             }
-            tokio::select! {
-                ready = stream.readable() => if ready.is_err() {
-                    return;
+            // The first byte of the next request is read on its own: a
+            // readiness alone may be stale (tokio clears it only when a
+            // read would block), and a connection must not take its
+            // buffers before bytes are really there.
+            let first = tokio::select! {
+                first = first_byte(&stream) => match first {
+                    Some(byte) => byte,
+                    None => return,
                 },
                 () = tokio::time::sleep_until(deadline) => return,
                 // Draining (or gone): an idle connection closes now.
                 _ = phase.changed() => return,
-            }
+            };
+            let mut taken = pool.take();
+            taken.buf.extend_from_slice(&[first]);
+            scratch = Some(taken);
         }
         let s = scratch.get_or_insert_with(|| pool.take());
         // Made only for a request that asks to upgrade.
@@ -827,6 +835,20 @@ async fn refuse(
     DATE_NOW.with(|date| field(out, b"date", &date.now()));
     out.extend_from_slice(b"\r\n");
     let _ = write_all(stream, out).await;
+}
+
+/// The next byte `stream` receives; `None` at its end or on an error.
+async fn first_byte(stream: &TcpStream) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    loop {
+        stream.readable().await.ok()?;
+        match stream.try_read(&mut byte) {
+            Ok(1) => return Some(byte[0]),
+            Ok(_) => return None,
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// Reads what `stream` has into the spare room of `buf` (which must have
