@@ -389,31 +389,49 @@ pub fn npm_package((name, version): (&str, &str)) -> Result<PathBuf, String> {
     if package.join("package.json").is_file() {
         return Ok(package);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Fetched and unpacked in a folder of this thread's own, then moved
+    // into place whole: tests running at once never read a package
+    // another one is still unpacking.
+    let work = dir.join(format!(
+        ".unpack-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let spec = format!("{name}@{version}");
     let packed = Command::new("npm")
         .args(["pack", &spec, "--silent", "--pack-destination"])
-        .arg(&dir)
+        .arg(&work)
         .output()
         .map_err(|e| format!("cannot run npm to fetch {spec}: {e}"))?;
     if !packed.status.success() {
+        let _ = std::fs::remove_dir_all(&work);
         return Err(format!(
             "npm pack {spec} failed: {}",
             String::from_utf8_lossy(&packed.stderr).trim()
         ));
     }
-    let tarball = dir.join(format!("{name}-{version}.tgz"));
+    let tarball = work.join(format!("{name}-{version}.tgz"));
     let untar = Command::new("tar")
         .arg("xzf")
         .arg(&tarball)
         .arg("-C")
-        .arg(&dir)
+        .arg(&work)
         .status()
         .map_err(|e| format!("tar: {e}"))?;
-    if !untar.success() || !package.join("package.json").is_file() {
+    if !untar.success() || !work.join("package/package.json").is_file() {
+        let _ = std::fs::remove_dir_all(&work);
         return Err(format!("cannot unpack {}", tarball.display()));
     }
-    Ok(package)
+    // Another test may have won the race: its package is as good.
+    let _ = std::fs::rename(work.join("package"), &package);
+    let _ = std::fs::remove_dir_all(&work);
+    if package.join("package.json").is_file() {
+        Ok(package)
+    } else {
+        Err(format!("cannot move {name} into {}", package.display()))
+    }
 }
 
 /// A corpus is missing: fail under CI, skip loudly elsewhere. Returns
