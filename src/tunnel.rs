@@ -70,16 +70,8 @@ impl Tunnel {
         let halves = tokio::time::timeout(HANDOVER_TIMEOUT, async {
             tokio::try_join!(client, self.upstream)
         });
-        let (client, upstream) = match halves.await {
-            Ok(Ok(halves)) => halves,
-            Ok(Err(err)) => {
-                tracing::debug!(peer = %self.peer, error = %err, "upgrade failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(peer = %self.peer, "upgrade handover timed out");
-                return;
-            }
+        let Some((client, upstream)) = handed_over(halves.await, self.peer) else {
+            return;
         };
         splice(
             TokioIo::new(client),
@@ -98,16 +90,9 @@ impl Tunnel {
     where
         I: AsyncRead + AsyncWrite + Unpin,
     {
-        let upstream = match tokio::time::timeout(HANDOVER_TIMEOUT, self.upstream).await {
-            Ok(Ok(upstream)) => upstream,
-            Ok(Err(err)) => {
-                tracing::debug!(peer = %self.peer, error = %err, "upgrade failed");
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(peer = %self.peer, "upgrade handover timed out");
-                return;
-            }
+        let handover = tokio::time::timeout(HANDOVER_TIMEOUT, self.upstream).await;
+        let Some(upstream) = handed_over(handover, self.peer) else {
+            return;
         };
         splice(
             client,
@@ -117,6 +102,25 @@ impl Tunnel {
             close,
         )
         .await;
+    }
+}
+
+/// What a handover within [`HANDOVER_TIMEOUT`] gave, or `None` (said at
+/// debug level) when it failed or timed out.
+fn handed_over<T>(
+    handover: Result<hyper::Result<T>, tokio::time::error::Elapsed>,
+    peer: SocketAddr,
+) -> Option<T> {
+    match handover {
+        Ok(Ok(halves)) => Some(halves),
+        Ok(Err(err)) => {
+            tracing::debug!(%peer, error = %err, "upgrade failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "upgrade handover timed out");
+            None
+        }
     }
 }
 

@@ -136,16 +136,7 @@ impl Chunked {
         while i < input.len() {
             if let State::Data(left) = self.state {
                 // The bulk of a body: skip the data at once.
-                let take = usize::try_from(left)
-                    .unwrap_or(usize::MAX)
-                    .min(input.len() - i);
-                i += take;
-                let left = left - take as u64;
-                self.state = if left == 0 {
-                    State::DataCr
-                } else {
-                    State::Data(left)
-                };
+                i += self.take_data(left, input.len() - i);
                 continue;
             }
             if self.state == State::Done {
@@ -174,17 +165,8 @@ impl Chunked {
         while i < input.len() {
             match self.state {
                 State::Data(left) => {
-                    let take = usize::try_from(left)
-                        .unwrap_or(usize::MAX)
-                        .min(input.len() - i);
                     let start = i;
-                    i += take;
-                    let left = left - take as u64;
-                    self.state = if left == 0 {
-                        State::DataCr
-                    } else {
-                        State::Data(left)
-                    };
+                    i += self.take_data(left, input.len() - i);
                     return Ok(Decoded {
                         consumed: i,
                         data: start..i,
@@ -204,6 +186,19 @@ impl Chunked {
             data: i..i,
             done: self.state == State::Done,
         })
+    }
+
+    /// Takes as much of the `left` bytes of chunk data as `available`
+    /// allows: how many.
+    fn take_data(&mut self, left: u64, available: usize) -> usize {
+        let take = usize::try_from(left).unwrap_or(usize::MAX).min(available);
+        let left = left - take as u64;
+        self.state = if left == 0 {
+            State::DataCr
+        } else {
+            State::Data(left)
+        };
+        take
     }
 
     /// The state after byte `b` in any state but `Data` and `Done`.

@@ -27,19 +27,14 @@
 //! the upstream accepts is spliced by [`crate::tunnel`] with the
 //! connection itself, and any bytes the client sent after its request.
 
-use std::io;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
-use bytes::{Buf, Bytes, BytesMut};
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode, Uri};
-use hyper::body::Body;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -52,6 +47,12 @@ use crate::outcome::RequestLine;
 use crate::proxy::body::{BodyFeed, FedBody};
 use crate::service;
 use crate::tunnel::{OwnConnection, UpgradeSlot};
+
+mod response;
+mod socket;
+
+use response::{field, status_line, write_response, Written, DATE_NOW};
+use socket::{first_byte, linger, read_some, write_all, Prefixed};
 
 /// A read buffer's first size: a browser's head fits.
 const READ_BUF: usize = 8 * 1024;
@@ -219,30 +220,6 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
         pool.give(done);
     }
     Box::pin(linger(stream)).await;
-}
-
-/// Closes `stream` the way that lets its client read the whole answer:
-/// the sending half first, then what the client still sends is read and
-/// dropped for a moment (a close with unread bytes would reset the
-/// connection, and the client could lose the answer before reading it).
-async fn linger(mut stream: TcpStream) {
-    if tokio::io::AsyncWriteExt::shutdown(&mut stream)
-        .await
-        .is_err()
-    {
-        return;
-    }
-    let drain = async {
-        let mut sink = [0u8; 4096];
-        let mut left = LINGER_BYTES;
-        while left > 0 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
 /// One request on the connection: its head read (by `deadline`), served,
@@ -536,230 +513,6 @@ impl Framed {
     }
 }
 
-/// How a response left the connection.
-#[derive(Debug, PartialEq, Eq)]
-enum Written {
-    /// Whole, and the connection may serve another request.
-    KeepAlive,
-    /// Whole, and the connection closes.
-    Close,
-    /// A `101`: the connection is the tunnel's.
-    Switched,
-}
-
-/// How a response body is framed to the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Framing {
-    /// No body is sent.
-    None,
-    /// `Content-Length`.
-    Length(u64),
-    /// Chunked.
-    Chunked,
-    /// To the close.
-    UntilClose,
-}
-
-/// Writes `res` to the client of a request of `version` (whose
-/// connection `persists`, as far as it says): the head, then the body
-/// relayed with its framing. `Err` when the body failed or the
-/// client is gone: the connection is then closed, the message unfinished.
-async fn write_response<B: Body<Data = Bytes>>(
-    stream: &TcpStream,
-    out: &mut Vec<u8>,
-    res: Response<B>,
-    version: Version,
-    persists: bool,
-    is_head: bool,
-    draining: bool,
-) -> io::Result<Written> {
-    let (parts, body) = res.into_parts();
-    let status = parts.status;
-    let headers = &parts.headers;
-    let switched = status == StatusCode::SWITCHING_PROTOCOLS;
-    let bodiless = is_head
-        || status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let exact = body.size_hint().exact();
-    let framing = if bodiless {
-        Framing::None
-    } else if let Some(n) = declared.or(exact) {
-        Framing::Length(n)
-    } else if version == Version::Http11 {
-        Framing::Chunked
-    } else {
-        Framing::UntilClose
-    };
-    let says_close = headers
-        .get_all(CONNECTION)
-        .iter()
-        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-    let keep_alive =
-        !switched && persists && !says_close && !draining && framing != Framing::UntilClose;
-
-    out.clear();
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for (name, value) in headers {
-        if name == TRANSFER_ENCODING || (name == CONTENT_LENGTH && framing != Framing::None) {
-            continue;
-        }
-        if name == CONNECTION && !switched {
-            continue;
-        }
-        field(out, name.as_str().as_bytes(), value.as_bytes());
-    }
-    if !headers.contains_key(DATE) {
-        DATE_NOW.with(|date| field(out, b"date", &date.now()));
-    }
-    match framing {
-        Framing::Length(n) => {
-            out.extend_from_slice(b"content-length: ");
-            out.extend_from_slice(itoa(n, &mut [0; 20]));
-            out.extend_from_slice(b"\r\n");
-        }
-        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        // A HEAD answer says the length its GET would have, as known.
-        Framing::None if is_head && declared.is_none() => {
-            if let Some(n) = exact.filter(|&n| n > 0) {
-                out.extend_from_slice(b"content-length: ");
-                out.extend_from_slice(itoa(n, &mut [0; 20]));
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-        Framing::None | Framing::UntilClose => {}
-    }
-    if !switched {
-        // HTTP/1.0 closes unless told otherwise.
-        if !keep_alive && (version == Version::Http11 || says_close) {
-            out.extend_from_slice(b"connection: close\r\n");
-        } else if keep_alive && version == Version::Http10 {
-            out.extend_from_slice(b"connection: keep-alive\r\n");
-        }
-    }
-    out.extend_from_slice(b"\r\n");
-
-    if framing == Framing::None {
-        // Unread: a HEAD, 1xx, 204 or 304 has no body for the client.
-        drop(body);
-        write_all(stream, out).await?;
-        return Ok(if switched {
-            Written::Switched
-        } else if keep_alive {
-            Written::KeepAlive
-        } else {
-            Written::Close
-        });
-    }
-
-    let mut body = pin!(body);
-    let mut sent = 0u64;
-    loop {
-        // A frame ready now joins what is gathered; otherwise what is
-        // gathered leaves before waiting for the next.
-        let polled = std::future::poll_fn(|cx| Poll::Ready(body.as_mut().poll_frame(cx))).await;
-        let frame = match polled {
-            Poll::Ready(frame) => frame,
-            Poll::Pending => {
-                if !out.is_empty() {
-                    write_all(stream, out).await?;
-                    out.clear();
-                }
-                std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await
-            }
-        };
-        match frame {
-            Some(Ok(frame)) => {
-                let Ok(data) = frame.into_data() else {
-                    continue; // Trailers are not passed on.
-                };
-                if data.is_empty() {
-                    continue;
-                }
-                sent += data.len() as u64;
-                if let Framing::Length(n) = framing {
-                    if sent > n {
-                        return Err(io::Error::other("response body longer than its length"));
-                    }
-                }
-                if framing == Framing::Chunked {
-                    out.extend_from_slice(format_hex(data.len(), &mut [0; 16]));
-                    out.extend_from_slice(b"\r\n");
-                }
-                if out.len() + data.len() <= WRITE_BUF {
-                    out.extend_from_slice(&data);
-                } else {
-                    write_all(stream, out).await?;
-                    out.clear();
-                    write_all(stream, &data).await?;
-                }
-                if framing == Framing::Chunked {
-                    out.extend_from_slice(b"\r\n");
-                }
-            }
-            Some(Err(_)) => return Err(io::Error::other("response body failed")),
-            None => break,
-        }
-    }
-    match framing {
-        Framing::Length(n) if sent != n => {
-            return Err(io::Error::other("response body shorter than its length"));
-        }
-        Framing::Chunked => out.extend_from_slice(b"0\r\n\r\n"),
-        _ => {}
-    }
-    if !out.is_empty() {
-        write_all(stream, out).await?;
-        out.clear();
-    }
-    Ok(if keep_alive {
-        Written::KeepAlive
-    } else {
-        Written::Close
-    })
-}
-
-/// Appends the field line `name: value`.
-fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// `n` in decimal, in `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
-/// `n` in hexadecimal, in `buf`.
-fn format_hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b"0123456789abcdef"[n % 16];
-        n /= 16;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
 /// What a refused head's request line and fields say, for its record:
 /// read by httparse without the strict checks (`None` when not even a
 /// method and target can be read).
@@ -827,139 +580,9 @@ async fn refuse(
     }
     let out = &mut s.out;
     out.clear();
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(b"\r\ncontent-length: 0\r\nconnection: close\r\n");
+    status_line(out, status);
+    out.extend_from_slice(b"content-length: 0\r\nconnection: close\r\n");
     DATE_NOW.with(|date| field(out, b"date", &date.now()));
     out.extend_from_slice(b"\r\n");
     let _ = write_all(stream, out).await;
-}
-
-/// The next byte `stream` receives; `None` at its end or on an error.
-async fn first_byte(stream: &TcpStream) -> Option<u8> {
-    let mut byte = [0u8; 1];
-    loop {
-        stream.readable().await.ok()?;
-        match stream.try_read(&mut byte) {
-            Ok(1) => return Some(byte[0]),
-            Ok(_) => return None,
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => return None,
-        }
-    }
-}
-
-/// Reads what `stream` has into the spare room of `buf` (which must have
-/// some); `Ok(0)` at its end.
-async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        match stream.try_read_buf(buf) {
-            Ok(n) => return Ok(n),
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            Err(err) => return Err(err),
-        }
-    }
-}
-
-/// Writes all of `bytes` to `stream`.
-async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        stream.writable().await?;
-        match stream.try_write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
-}
-
-/// `Date` for this second, formatted once a second per thread.
-struct DateCache {
-    second: std::cell::Cell<u64>,
-    text: std::cell::RefCell<[u8; 29]>,
-}
-
-impl DateCache {
-    fn now(&self) -> [u8; 29] {
-        let now = SystemTime::now();
-        let second = now
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if second != self.second.get() {
-            let text = httpdate::fmt_http_date(now);
-            if text.len() == 29 {
-                self.text.borrow_mut().copy_from_slice(text.as_bytes());
-                self.second.set(second);
-            }
-        }
-        *self.text.borrow()
-    }
-}
-
-thread_local! {
-    static DATE_NOW: DateCache = const {
-        DateCache {
-            second: std::cell::Cell::new(u64::MAX),
-            text: std::cell::RefCell::new(*b"Thu, 01 Jan 1970 00:00:00 GMT"),
-        }
-    };
-}
-
-/// The client's connection handed to a tunnel: the bytes it sent after
-/// its request (read already) first, then the connection.
-struct Prefixed {
-    prefix: Bytes,
-    io: TcpStream,
-}
-
-impl AsyncRead for Prefixed {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let n = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..n]);
-            self.prefix.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Prefixed {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_are_written_as_http_wants_them() {
-        assert_eq!(itoa(0, &mut [0; 20]), b"0");
-        assert_eq!(itoa(u64::MAX, &mut [0; 20]), b"18446744073709551615");
-        assert_eq!(format_hex(0, &mut [0; 16]), b"0");
-        assert_eq!(format_hex(0x1a2f, &mut [0; 16]), b"1a2f");
-    }
 }
