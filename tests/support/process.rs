@@ -63,8 +63,18 @@ pub fn start_env(args: &[&str], env: &[(&str, &str)], addr: SocketAddr, stderr: 
     for (key, value) in env {
         command.env(key, value);
     }
-    let running = Running(command.spawn().expect("spawn"));
-    wait_listening(addr);
+    let mut running = Running(command.spawn().expect("spawn"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(addr).is_err() {
+        if let Some(status) = running.0.try_wait().expect("wait") {
+            panic!("crawlgate exited ({status}) before listening on {addr}; its standard error says why");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crawlgate did not start on {addr} within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     running
 }
 
@@ -80,10 +90,31 @@ pub fn wait_listening(addr: SocketAddr) {
     }
 }
 
-/// A loopback address that was free a moment ago.
+/// A free loopback address for a child to listen on, taken below the
+/// kernel's ephemeral range. A port from `bind(0)` that is let go can be
+/// handed by the kernel to the next `bind(0)` of a test running at the
+/// same time (its upstream, say) before the child binds it, and the child
+/// then exits at start-up; no `bind(0)` ever lands below that range. Each
+/// port is handed out once per test process, starting from a place of the
+/// process's own.
 pub fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|&low| low > 12_000)
+        .unwrap_or(32_768);
+    let (base, span) = (low - 12_000, 12_000);
+    let first = (u64::from(std::process::id()) * 7_919 % u64::from(span)) as u32;
+    for _ in 0..span {
+        let port = base + (first + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port as u16));
+        if std::net::TcpListener::bind(addr).is_ok() {
+            return addr;
+        }
+    }
+    panic!("no free loopback port in {base}..{}", base + span)
 }
 
 /// The child's standard error (piped), line by line as it comes, read by
