@@ -52,7 +52,7 @@ mod response;
 mod socket;
 
 use response::{field, status_line, write_response, Written, DATE_NOW};
-use socket::{first_byte, linger, read_some, write_all, Prefixed};
+use socket::{linger, read_some, try_read, write_all, Prefixed};
 
 /// A read buffer's first size: a browser's head fits.
 const READ_BUF: usize = 8 * 1024;
@@ -157,21 +157,33 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
             if *phase.borrow_and_update() != Phase::Serve {
                 return;
             }
-            // The first byte of the next request is read on its own: a
-            // readiness alone may be stale (tokio clears it only when a
-            // read would block), and a connection must not take its
-            // buffers before bytes are really there.
-            let first = tokio::select! {
-                first = first_byte(&stream) => match first {
-                    Some(byte) => byte,
-                    None => return,
-                },
-                () = tokio::time::sleep_until(deadline) => return,
-                // Draining (or gone): an idle connection closes now.
-                _ = phase.changed() => return,
+            // Buffers are taken only when bytes are really there: a
+            // readiness may be one already used up (a read that filled
+            // the buffer exactly leaves it set), and then the scratch goes
+            // back and the wait goes on.
+            let taken = loop {
+                tokio::select! {
+                    ready = stream.readable() => if ready.is_err() {
+                        return;
+                    },
+                    () = tokio::time::sleep_until(deadline) => return,
+                    // Draining (or gone): an idle connection closes now.
+                    _ = phase.changed() => return,
+                }
+                let mut taken = pool.take();
+                match try_read(&stream, &mut taken.buf) {
+                    Ok(0) => {
+                        pool.give(taken);
+                        return;
+                    }
+                    Ok(_) => break taken,
+                    Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => pool.give(taken),
+                    Err(_) => {
+                        pool.give(taken);
+                        return;
+                    }
+                }
             };
-            let mut taken = pool.take();
-            taken.buf.extend_from_slice(&[first]);
             scratch = Some(taken);
         }
         let s = scratch.get_or_insert_with(|| pool.take());
