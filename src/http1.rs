@@ -48,6 +48,42 @@ mod tests;
 /// stack while it runs.
 pub const MAX_FIELDS: usize = 1024;
 
+/// A set of field names seen at a glance: their lengths and first
+/// letters, one bit each. A name that fails [`NameFilter::may_hold`] is
+/// none of the set, in any case and with `_` for `-`; one that passes
+/// must still be compared. Most of a browser's field names fail the
+/// filters crawlgate keeps, and are then not compared name by name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NameFilter {
+    lengths: u64,
+    firsts: u128,
+}
+
+impl NameFilter {
+    /// The filter of `names` (lower case, shorter than 64 bytes, ASCII).
+    pub fn of<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut filter = Self::default();
+        for name in names {
+            if let Some(&first) = name.first() {
+                filter.lengths |= 1 << (name.len() & 63);
+                filter.firsts |= 1 << (first & 127);
+            }
+        }
+        filter
+    }
+
+    /// Whether `name` may be one of the set.
+    pub fn may_hold(&self, name: &[u8]) -> bool {
+        match name.first() {
+            Some(&first) if name.len() < 64 && first < 128 => {
+                self.lengths >> name.len() & 1 == 1
+                    && self.firsts >> first.to_ascii_lowercase() & 1 == 1
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A range of bytes in the buffer a head was parsed from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Span {

@@ -24,7 +24,7 @@ use http::header::HeaderName;
 use crate::classify::UaClass;
 use crate::http1::{BodyFraming, Field, Known, RequestHead, ResponseHead, TargetForm, Version};
 
-use super::headers::{ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
+use super::headers::{may_be_claim, ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
 
 #[cfg(test)]
 mod tests;
@@ -129,10 +129,14 @@ pub fn write_request_head(
         {
             continue;
         }
-        if let Some(claim) = CLIENT_CLAIMS
-            .iter()
-            .find(|c| names(name, c.as_str().as_bytes(), true))
-        {
+        let claim = may_be_claim(name)
+            .then(|| {
+                CLIENT_CLAIMS
+                    .iter()
+                    .find(|c| names(name, c.as_str().as_bytes(), true))
+            })
+            .flatten();
+        if let Some(claim) = claim {
             if !rw.trusted {
                 continue;
             }

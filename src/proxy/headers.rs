@@ -5,6 +5,7 @@
 //! trusted proxies vouch for it.
 
 use std::net::IpAddr;
+use std::sync::LazyLock;
 
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, COOKIE, FORWARDED, HOST, TE,
@@ -14,6 +15,7 @@ use http::Version;
 use ipnet::IpNet;
 
 use crate::classify::UaClass;
+use crate::http1::NameFilter;
 use crate::verify::Identity;
 
 /// Headers that describe one connection, not the message (RFC 9110
@@ -67,6 +69,18 @@ pub static CLIENT_CLAIMS: [HeaderName; 23] = [
     HeaderName::from_static("x-original-url"),
     HeaderName::from_static("x-rewrite-url"),
 ];
+
+/// [`CLIENT_CLAIMS`] at a glance: a browser's names are passed over
+/// without comparing each with the 23 claims (that was 4 % of the
+/// proxy's CPU on browser traffic).
+static CLAIM_FILTER: LazyLock<NameFilter> =
+    LazyLock::new(|| NameFilter::of(CLIENT_CLAIMS.iter().map(|c| c.as_str().as_bytes())));
+
+/// Whether `name` (in any case, with `_` for some `-` or not) may be one
+/// of [`CLIENT_CLAIMS`]; `false` means it is none of them.
+pub(super) fn may_be_claim(name: &[u8]) -> bool {
+    CLAIM_FILTER.may_hold(name)
+}
 
 /// The protocol an HTTP/1.1 request asks to switch to: its `Upgrade`
 /// value, when `Connection` names `upgrade` and the value is not only
@@ -265,9 +279,10 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
 /// found is removed.
 fn remove_client_claims(headers: &mut HeaderMap) {
     remove_where(headers, |name| {
-        CLIENT_CLAIMS
-            .iter()
-            .any(|c| c == name || underscore_spelling(name, c))
+        may_be_claim(name.as_str().as_bytes())
+            && CLIENT_CLAIMS
+                .iter()
+                .any(|c| c == name || underscore_spelling(name, c))
     });
 }
 
@@ -348,6 +363,30 @@ impl From<PeerValue> for HeaderValue {
 mod tests {
     use super::*;
     use crate::testing::header_map as headers;
+
+    /// The quick filter passes every claim in every spelling the removal
+    /// covers, and stops a browser's usual names.
+    #[test]
+    fn the_claim_filter_passes_every_claim() {
+        for claim in &CLIENT_CLAIMS {
+            let name = claim.as_str();
+            assert!(may_be_claim(name.as_bytes()), "{name}");
+            assert!(may_be_claim(name.to_ascii_uppercase().as_bytes()), "{name}");
+            assert!(may_be_claim(name.replace('-', "_").as_bytes()), "{name}");
+        }
+        for name in [
+            "accept",
+            "user-agent",
+            "sec-fetch-mode",
+            "referer",
+            "priority",
+            "",
+        ] {
+            assert!(!may_be_claim(name.as_bytes()), "{name}");
+        }
+        assert!(!may_be_claim(&[b'x'; 200]));
+        assert!(!may_be_claim("é-forwarded-for".as_bytes()));
+    }
 
     fn rewrite(map: &mut HeaderMap, trusted: bool, class: UaClass) {
         rewrite_robot(map, trusted, class, None);
