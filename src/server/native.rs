@@ -30,7 +30,7 @@
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
@@ -41,7 +41,7 @@ use tokio::time::Instant;
 
 use super::{Conn, Phase};
 use crate::http1::chunked::{ChunkError, Chunked};
-use crate::http1::{self, BodyFraming, Field, HeadError, RequestHead, Version};
+use crate::http1::{self, BodyFraming, Field, HeadError, NameFilter, RequestHead, Version};
 use crate::metrics::Protocol;
 use crate::outcome::RequestLine;
 use crate::proxy::body::{BodyFeed, FedBody};
@@ -369,9 +369,10 @@ fn request(
     let target = head.target;
     let uri =
         Uri::from_maybe_shared(bytes.slice(target.start as usize..target.end as usize)).ok()?;
-    let mut headers = HeaderMap::with_capacity(fields.len());
+    // Room for the fields crawlgate adds on the way upstream.
+    let mut headers = HeaderMap::with_capacity(fields.len() + 8);
     for field in fields {
-        let name = HeaderName::from_bytes(field.name.of(bytes)).ok()?;
+        let name = field_name(field.name.of(bytes))?;
         let value = field.value;
         let value =
             HeaderValue::from_maybe_shared(bytes.slice(value.start as usize..value.end as usize))
@@ -390,6 +391,48 @@ fn request(
         req.extensions_mut().insert(OwnConnection);
     }
     Some(req)
+}
+
+/// Field names browsers send that `http` has no constant for. Taken from
+/// here they cost no allocation, and neither do their copies (the retry's
+/// copy of the head); `HeaderName::from_bytes` copies every name it does
+/// not know into a buffer of its own.
+static BROWSER_NAMES: [HeaderName; 19] = [
+    HeaderName::from_static("sec-ch-ua"),
+    HeaderName::from_static("sec-ch-ua-mobile"),
+    HeaderName::from_static("sec-ch-ua-platform"),
+    HeaderName::from_static("sec-ch-ua-platform-version"),
+    HeaderName::from_static("sec-ch-ua-full-version-list"),
+    HeaderName::from_static("sec-ch-ua-model"),
+    HeaderName::from_static("sec-ch-ua-arch"),
+    HeaderName::from_static("sec-ch-ua-bitness"),
+    HeaderName::from_static("sec-fetch-site"),
+    HeaderName::from_static("sec-fetch-mode"),
+    HeaderName::from_static("sec-fetch-user"),
+    HeaderName::from_static("sec-fetch-dest"),
+    HeaderName::from_static("sec-fetch-storage-access"),
+    HeaderName::from_static("sec-gpc"),
+    HeaderName::from_static("sec-purpose"),
+    HeaderName::from_static("priority"),
+    HeaderName::from_static("purpose"),
+    HeaderName::from_static("x-requested-with"),
+    HeaderName::from_static("save-data"),
+];
+
+static BROWSER_FILTER: LazyLock<NameFilter> =
+    LazyLock::new(|| NameFilter::of(BROWSER_NAMES.iter().map(|n| n.as_str().as_bytes())));
+
+/// The field name `name` (any case) as `http` holds it.
+fn field_name(name: &[u8]) -> Option<HeaderName> {
+    if BROWSER_FILTER.may_hold(name) {
+        if let Some(known) = BROWSER_NAMES
+            .iter()
+            .find(|n| n.as_str().as_bytes().eq_ignore_ascii_case(name))
+        {
+            return Some(known.clone());
+        }
+    }
+    HeaderName::from_bytes(name).ok()
 }
 
 /// Reads the request body framed as `head` says from `stream` (after what
@@ -597,4 +640,39 @@ async fn refuse(
     DATE_NOW.with(|date| field(out, b"date", &date.now()));
     out.extend_from_slice(b"\r\n");
     let _ = write_all(stream, out).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A browser's names come from the table in any case, the same name
+    /// `http` would make of them; other names as `http` makes them.
+    #[test]
+    fn field_names_come_from_the_table_or_from_http() {
+        for known in &BROWSER_NAMES {
+            let name = known.as_str();
+            for spelling in [name.to_owned(), name.to_ascii_uppercase()] {
+                let got = field_name(spelling.as_bytes()).expect("a name");
+                assert_eq!(
+                    got,
+                    HeaderName::from_bytes(spelling.as_bytes()).expect("valid")
+                );
+            }
+        }
+        for name in [
+            "Accept",
+            "user-agent",
+            "X-Custom",
+            "sec-ch-ua-x",
+            "Priority2",
+        ] {
+            assert_eq!(
+                field_name(name.as_bytes()),
+                HeaderName::from_bytes(name.as_bytes()).ok(),
+                "{name}"
+            );
+        }
+        assert_eq!(field_name(b"bad name"), None);
+    }
 }
