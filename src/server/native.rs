@@ -255,7 +255,7 @@ async fn exchange(
             Ok(Some(head)) => break head,
             Ok(None) => {}
             Err(err) => {
-                refuse(stream, s, &worker, err, info.peer).await;
+                Box::pin(refuse(stream, s, &worker, err, info.peer)).await;
                 return Next::Close;
             }
         }
@@ -290,14 +290,17 @@ async fn exchange(
     };
     let Some(req) = request(&head, &s.fields, &head_bytes, body) else {
         s.buf = BytesMut::from(&head_bytes[..]);
-        refuse(stream, s, &worker, HeadError::Target, info.peer).await;
+        Box::pin(refuse(stream, s, &worker, HeadError::Target, info.peer)).await;
         return Next::Close;
     };
     let is_head = req.method() == Method::HEAD;
     if head.upgrade {
         *slot = Some(UpgradeSlot::default());
     }
-    let response = service::handle(worker, info, slot.clone(), req);
+    // Boxed: the service's future is the largest part of an exchange, and
+    // held inline it was moved with it, and held twice (14.7 KiB copied
+    // per request, where boxed it is written once).
+    let response = Box::pin(service::handle(worker, info, slot.clone(), req));
 
     // The body is fed while the request is served and its answer written
     // (an upstream may answer before it has read all of it). `Some(true)`
@@ -674,5 +677,18 @@ mod tests {
             );
         }
         assert_eq!(field_name(b"bad name"), None);
+    }
+
+    /// An exchange's future is boxed for each request and moved as a
+    /// whole: it stays small by holding the service's future boxed (it
+    /// was 14.7 KiB with that future inline).
+    #[test]
+    fn the_exchange_stays_small() {
+        fn output_size7<A, B, C, D, E, F, G, R>(_: impl FnOnce(A, B, C, D, E, F, G) -> R) -> usize {
+            std::mem::size_of::<R>()
+        }
+        let exchange = output_size7(exchange);
+        eprintln!("exchange future {exchange} bytes");
+        assert!(exchange <= 4096, "the exchange future is {exchange} bytes");
     }
 }
