@@ -18,7 +18,8 @@
 # crawlgate-mmap128k, under glibc's mmap threshold fixed at 128 KiB,
 # crawlgate+VAR=VALUE, under any one variable,
 # crawlgate-admin, with the admin listener (and so the live report) on and
-# /metrics scraped every second, crawlgate-mimalloc (MIMALLOC_BIN, a build
+# /metrics scraped every second, crawlgate-native, on crawlgate's own
+# HTTP/1.1 layer (proxy.http1 = "native"), crawlgate-mimalloc (MIMALLOC_BIN, a build
 # with --features mimalloc) and crawlgate-baseline (BASELINE_BIN)),
 # CRAWLGATE_BIN (default: build target/release/crawlgate), WRAP (a command
 # crawlgate runs under, e.g. "valgrind --tool=massif --massif-out-file=F";
@@ -65,6 +66,8 @@ wait_port "$ORIGIN_PORT"
 sed -e '/^\[proxy\]/a response_timeout = "1s"' \
     -e '/^\[limits\]/a upstream_body_idle_timeout = "1s"' \
     bench/crawlgate.toml > "$RUN/crawlgate.toml"
+# The same on crawlgate's own HTTP/1.1 layer.
+sed -e '/^\[proxy\]/a http1 = "native"' "$RUN/crawlgate.toml" > "$RUN/crawlgate-native.toml"
 # nginx-lean with the same timeouts (its defaults are 60 s).
 sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|off|" \
     -e 's|^\( *\)proxy_pass http://origin;|&\n\1proxy_connect_timeout 1s;\n\1proxy_read_timeout 1s;|' \
@@ -72,7 +75,7 @@ sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|
 
 # start_proxy NAME: starts it on its port; sets PID, PORT.
 start_proxy() {
-    local bin=$CRAWLGATE_BIN env=() admin=() wrap=("${WRAP[@]}")
+    local bin=$CRAWLGATE_BIN env=() admin=() wrap=("${WRAP[@]}") config=$RUN/crawlgate.toml
     case $1 in
         nginx-lean)
             taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" 2> "$RUN/$1.log" &
@@ -89,11 +92,12 @@ start_proxy() {
         crawlgate-mmap128k) env=(GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072) ;;
         crawlgate+*=*) env=("${1#crawlgate+}") ;;
         crawlgate-admin) admin=(--admin-listen "127.0.0.1:$ADMIN_PORT") ;;
+        crawlgate-native) config=$RUN/crawlgate-native.toml ;;
         crawlgate-mimalloc) bin=${MIMALLOC_BIN:?crawlgate-mimalloc needs MIMALLOC_BIN} ;;
         crawlgate-baseline) bin=${BASELINE_BIN:?crawlgate-baseline needs BASELINE_BIN} ;;
         *) echo "$BENCH: unknown proxy $1" >&2; exit 2 ;;
     esac
-    env "${env[@]}" RUST_LOG=warn taskset -c "$PROXY_CPU" "${wrap[@]}" "$bin" --config "$RUN/crawlgate.toml" \
+    env "${env[@]}" RUST_LOG=warn taskset -c "$PROXY_CPU" "${wrap[@]}" "$bin" --config "$config" \
         --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" "${admin[@]}" \
         2> "$RUN/$1.log" &
     PID=$! PORT=$CG_PORT

@@ -3,7 +3,8 @@
 //! and the robots cache on, and the 25-token nginx peer in front of an
 //! nginx origin, wrk as the load), checking only that every scenario
 //! produced the expected status mix and that both streams moved every
-//! byte; and one short round of `bench/sitemap_serve.sh`. The measured runs
+//! byte; a few seconds of `bench/faults.sh --smoke` on both HTTP/1.1
+//! layers; and one short round of `bench/sitemap_serve.sh`. The measured runs
 //! are the scripts with their defaults (see bench/README.md); they are too
 //! long for the test suite.
 
@@ -62,6 +63,22 @@ fn load_benchmark_smoke() {
         "{stdout}"
     );
     assert!(stdout.contains("## Memory and streaming"), "{stdout}");
+}
+
+/// The fault benchmark (bench/README.md §8), a few seconds per proxy:
+/// crawlgate on each HTTP/1.1 layer and nginx-lean in front of an origin
+/// that cuts bodies, resets, stalls and breaks its status lines, under
+/// load and a SIGHUP every 2 s. The script checks that each stayed up
+/// without a panic, still answered 200s, and met every kind of fault.
+#[test]
+fn fault_benchmark_smoke() {
+    let envs = [("PROXIES", "crawlgate crawlgate-native nginx-lean")];
+    let Some(stdout) = run_bench("faults.sh", &["--smoke"], &envs) else {
+        return;
+    };
+    let checks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("smoke ")).collect();
+    assert_eq!(checks.len(), 3, "every proxy was checked:\n{stdout}");
+    assert!(checks.iter().all(|l| l.ends_with(": ok")), "{stdout}");
 }
 
 /// The sitemap serving benchmark, one short round: it checks by itself
