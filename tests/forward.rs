@@ -261,9 +261,9 @@ async fn a_64_mib_upload_arrives_byte_identical_with_and_without_length() {
 
 #[tokio::test]
 async fn a_dead_upstream_is_a_quick_502() {
-    let dead = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = dead.local_addr().expect("addr");
-    drop(dead);
+    // Free, and below the ephemeral range: no other test's listener can
+    // take it and answer.
+    let addr = support::process::free_addr();
     let proxy = Proxy::start("", &format!("http://{addr}")).await;
     let start = Instant::now();
     let res = get(proxy.addr, "example.com", "/", Some(FIREFOX)).await;

@@ -27,9 +27,8 @@ impl Drop for PhpServer {
 }
 
 fn start_php(php: &Path, votes: &Path) -> PhpServer {
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port");
+    // A port no parallel test's bind(0) can take before php binds it.
+    let addr = support::process::free_addr();
     let site = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/php-site");
     let child = Command::new(php)
         .args([
