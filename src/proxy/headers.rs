@@ -210,21 +210,19 @@ pub fn client_addr(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAd
 pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
     strip_hop_by_hop(headers);
 
-    headers.remove(rw.class_header);
+    // The classification, a robot's class and its verification are
+    // crawlgate's word alone: a client's copies never reach the upstream,
+    // nor their spellings with `_`, which PHP would read as the same
+    // variable. (One pass over the names present: a browser sends none.)
+    remove_ours(
+        headers,
+        &[rw.class_header, rw.robot_class_header, rw.verified_header],
+    );
     let class = match rw.client.class {
         UaClass::Bot => HeaderValue::from_static("1"),
         UaClass::Human => HeaderValue::from_static("0"),
     };
     headers.insert(rw.class_header.clone(), class);
-    // A robot's class and verification are crawlgate's word alone: a
-    // client's copies never reach the upstream, nor their spellings with
-    // `_`, which PHP would read as the same variable.
-    headers.remove(rw.robot_class_header);
-    headers.remove(rw.verified_header);
-    remove_underscore_spellings(
-        headers,
-        &[rw.class_header, rw.robot_class_header, rw.verified_header],
-    );
     if let Some(robot) = &rw.client.robot {
         if let Some(class) = &robot.class {
             headers.insert(rw.robot_class_header.clone(), class.clone());
@@ -279,18 +277,24 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
 /// found is removed.
 fn remove_client_claims(headers: &mut HeaderMap) {
     remove_where(headers, |name| {
-        may_be_claim(name.as_str().as_bytes())
-            && CLIENT_CLAIMS
-                .iter()
-                .any(|c| c == name || underscore_spelling(name, c))
+        let bytes = name.as_str().as_bytes();
+        may_be_claim(bytes) && {
+            let underscored = bytes.contains(&b'_');
+            CLIENT_CLAIMS.iter().any(|c| {
+                c.as_str().len() == bytes.len()
+                    && (c == name || (underscored && underscore_spelling(name, c)))
+            })
+        }
     });
 }
 
-/// Removes headers that are one of `names` with `-` written as `_`
-/// (`X_Crawler_Verified`).
-fn remove_underscore_spellings(headers: &mut HeaderMap, names: &[&HeaderName]) {
+/// Removes headers that are one of `names`, also with some `-` written as
+/// `_` (`X_Crawler_Verified`).
+fn remove_ours(headers: &mut HeaderMap, names: &[&HeaderName]) {
     remove_where(headers, |name| {
-        names.iter().any(|c| underscore_spelling(name, c))
+        names
+            .iter()
+            .any(|c| *c == name || underscore_spelling(name, c))
     });
 }
 
@@ -339,10 +343,17 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
             }
         }
     }
-    for name in &HOP_BY_HOP {
-        headers.remove(name);
-    }
+    // `Connection` is the one a request usually has; the others are
+    // found in one pass over the names present.
+    headers.remove(CONNECTION);
+    remove_where(headers, |name| {
+        HOP_FILTER.may_hold(name.as_str().as_bytes()) && HOP_BY_HOP.contains(name)
+    });
 }
+
+/// [`HOP_BY_HOP`] at a glance.
+static HOP_FILTER: LazyLock<NameFilter> =
+    LazyLock::new(|| NameFilter::of(HOP_BY_HOP.iter().map(|h| h.as_str().as_bytes())));
 
 /// An IP address rendered as a header value without a heap string.
 struct PeerValue(IpAddr);
