@@ -24,7 +24,7 @@ use http::header::HeaderName;
 use crate::classify::UaClass;
 use crate::http1::{BodyFraming, Field, Known, RequestHead, ResponseHead, TargetForm, Version};
 
-use super::headers::{may_be_claim, ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
+use super::headers::{may_be_claim, names, ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
 
 #[cfg(test)]
 mod tests;
@@ -49,16 +49,6 @@ pub struct HeadRewrite<'a> {
     /// The protocol of an upgrade passed on, sent with `Connection:
     /// upgrade`.
     pub upgrade: Option<&'a [u8]>,
-}
-
-/// `name` is `canonical` (lower case) in any case, or with some `-`
-/// written as `_` when `underscores`.
-fn names(name: &[u8], canonical: &[u8], underscores: bool) -> bool {
-    name.len() == canonical.len()
-        && name
-            .iter()
-            .zip(canonical)
-            .all(|(&n, &c)| n.eq_ignore_ascii_case(&c) || (underscores && c == b'-' && n == b'_'))
 }
 
 /// Whether a `Connection` field of the head names the field `name` (a

@@ -277,37 +277,33 @@ pub fn rewrite_request_headers(headers: &mut HeaderMap, rw: &Rewrite<'_>) {
 /// found is removed.
 fn remove_client_claims(headers: &mut HeaderMap) {
     remove_where(headers, |name| {
-        let bytes = name.as_str().as_bytes();
-        may_be_claim(bytes) && {
-            let underscored = bytes.contains(&b'_');
-            CLIENT_CLAIMS.iter().any(|c| {
-                c.as_str().len() == bytes.len()
-                    && (c == name || (underscored && underscore_spelling(name, c)))
-            })
-        }
+        let name = name.as_str().as_bytes();
+        may_be_claim(name)
+            && CLIENT_CLAIMS
+                .iter()
+                .any(|c| names(name, c.as_str().as_bytes(), true))
     });
 }
 
-/// Removes headers that are one of `names`, also with some `-` written as
+/// Removes headers that are one of `ours`, also with some `-` written as
 /// `_` (`X_Crawler_Verified`).
-fn remove_ours(headers: &mut HeaderMap, names: &[&HeaderName]) {
+fn remove_ours(headers: &mut HeaderMap, ours: &[&HeaderName]) {
     remove_where(headers, |name| {
-        names
-            .iter()
-            .any(|c| *c == name || underscore_spelling(name, c))
+        ours.iter()
+            .any(|c| names(name.as_str().as_bytes(), c.as_str().as_bytes(), true))
     });
 }
 
-/// Whether `name` is `canonical` with some `-` written as `_` (header
-/// names are lower case on both sides).
-fn underscore_spelling(name: &HeaderName, canonical: &HeaderName) -> bool {
-    let (name, canonical) = (name.as_str().as_bytes(), canonical.as_str().as_bytes());
-    name.contains(&b'_')
-        && name.len() == canonical.len()
-        && canonical
+/// `name` is `canonical` (lower case) in any case, or with some `-`
+/// written as `_` when `underscores`. The one comparison of field names
+/// for both the `HeaderMap` rewrite and the byte-level head writer
+/// ([`super::head`]).
+pub(super) fn names(name: &[u8], canonical: &[u8], underscores: bool) -> bool {
+    name.len() == canonical.len()
+        && name
             .iter()
-            .zip(name)
-            .all(|(&c, &n)| c == n || (c == b'-' && n == b'_'))
+            .zip(canonical)
+            .all(|(&n, &c)| n.eq_ignore_ascii_case(&c) || (underscores && c == b'-' && n == b'_'))
 }
 
 /// Removes every header whose name `matches`: one pass over the names

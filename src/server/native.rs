@@ -172,13 +172,10 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
                 }
                 let mut taken = pool.take();
                 match try_read(&stream, &mut taken.buf) {
-                    Ok(0) => {
-                        pool.give(taken);
-                        return;
-                    }
-                    Ok(_) => break taken,
+                    Ok(n) if n > 0 => break taken,
                     Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => pool.give(taken),
-                    Err(_) => {
+                    // Its end, or an error.
+                    _ => {
                         pool.give(taken);
                         return;
                     }
