@@ -309,14 +309,20 @@ fn chunked_whole(body: &[u8]) -> Result<(usize, bool), ChunkError> {
     Ok((progress.consumed, progress.done))
 }
 
+/// Where the pieces `cuts` makes of `len` bytes end, in order, the last
+/// at `len`.
+fn piece_ends(len: usize, cuts: &[usize]) -> Vec<usize> {
+    let mut ends: Vec<usize> = cuts.iter().map(|c| c % (len + 1)).collect();
+    ends.push(len);
+    ends.sort_unstable();
+    ends
+}
+
 /// Feeds `body` in the given pieces.
 fn chunked_split(body: &[u8], cuts: &[usize]) -> Result<(usize, bool), ChunkError> {
     let mut reader = Chunked::new();
     let mut at = 0;
-    let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
-    bounds.push(body.len());
-    bounds.sort_unstable();
-    for end in bounds {
+    for end in piece_ends(body.len(), cuts) {
         if end < at {
             continue;
         }
@@ -397,10 +403,7 @@ fn chunked_decode(body: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, usize, bool),
     let mut reader = Chunked::new();
     let mut data = Vec::new();
     let mut at = 0;
-    let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (body.len() + 1)).collect();
-    bounds.push(body.len());
-    bounds.sort_unstable();
-    for end in bounds {
+    for end in piece_ends(body.len(), cuts) {
         while at < end {
             let piece = &body[at..end];
             let decoded = reader.decode(piece)?;
