@@ -64,27 +64,26 @@ pub fn start_env(args: &[&str], env: &[(&str, &str)], addr: SocketAddr, stderr: 
         command.env(key, value);
     }
     let mut running = Running(command.spawn().expect("spawn"));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(addr).is_err() {
-        if let Some(status) = running.0.try_wait().expect("wait") {
-            panic!("crawlgate exited ({status}) before listening on {addr}; its standard error says why");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "crawlgate did not start on {addr} within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_listening(addr, || running.0.try_wait().expect("wait"));
     running
 }
 
 /// Waits (at most 10 s) until `addr` accepts connections.
 pub fn wait_listening(addr: SocketAddr) {
+    await_listening(addr, || None);
+}
+
+/// Waits (at most 10 s) until `addr` accepts connections; fails at once,
+/// saying so, when `exited` tells the child has exited.
+fn await_listening(addr: SocketAddr, mut exited: impl FnMut() -> Option<ExitStatus>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(addr).is_err() {
+        if let Some(status) = exited() {
+            panic!("crawlgate exited ({status}) before listening on {addr}; its standard error says why");
+        }
         assert!(
             Instant::now() < deadline,
-            "crawlgate did not start on {addr}"
+            "crawlgate did not start on {addr} within 10 s"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
