@@ -94,7 +94,8 @@ pub struct ProxyConfig {
     pub shutdown_grace: Duration,
     /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
     pub h2c: bool,
-    /// The HTTP/1.1 server layer of the plain port.
+    /// The HTTP/1.1 layer: the plain port's server side, and the client
+    /// side to an `http://` upstream.
     pub http1: Http1Layer,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,
@@ -102,15 +103,17 @@ pub struct ProxyConfig {
     pub websocket_idle_timeout: Duration,
 }
 
-/// Which HTTP/1.1 server layer serves plain HTTP/1.1 connections.
+/// Which HTTP/1.1 layer serves plain HTTP/1.1 connections and reaches an
+/// `http://` upstream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Http1Layer {
     /// hyper's (the default until the native layer has passed every test
     /// and benchmark).
     #[default]
     Hyper,
-    /// crawlgate's own (`crate::server::native`): heads parsed in place,
-    /// no buffer held by an idle keep-alive connection, strict framing.
+    /// crawlgate's own (`crate::server::native` and the upstream
+    /// connections of `crate::proxy`): heads parsed in place, no buffer
+    /// held by an idle keep-alive connection, strict framing.
     Native,
 }
 

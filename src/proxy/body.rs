@@ -22,6 +22,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::Instant;
 
+use super::conn::NativeBody;
 use super::error::{BodyError, ProxyError};
 use crate::clock::Progress;
 
@@ -343,7 +344,7 @@ pin_project_lite::pin_project! {
     #[derive(Debug)]
     pub struct ResponseBody {
         #[pin]
-        inner: Incoming,
+        inner: Answer,
         #[pin]
         idle: tokio::time::Sleep,
         timeout: Duration,
@@ -353,7 +354,7 @@ pin_project_lite::pin_project! {
 
 impl ResponseBody {
     /// The upstream's body `inner`, cut off after `timeout` without data.
-    pub(super) fn new(inner: Incoming, timeout: Duration) -> Self {
+    pub(super) fn new(inner: Answer, timeout: Duration) -> Self {
         Self {
             inner,
             idle: tokio::time::sleep(timeout),
@@ -365,6 +366,43 @@ impl ResponseBody {
     /// Copies the body into `copy` as it passes.
     pub fn fill(&mut self, copy: impl BodyCopy + 'static) {
         self.fill = Some(Box::new(copy));
+    }
+}
+
+/// The upstream's response body: read by hyper's client, or off a
+/// connection of crawlgate's own ([`NativeBody`]).
+#[derive(Debug)]
+pub(super) enum Answer {
+    Hyper(Incoming),
+    Native(NativeBody),
+}
+
+impl Body for Answer {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            Self::Hyper(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            Self::Native(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Hyper(body) => body.is_end_stream(),
+            Self::Native(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Hyper(body) => body.size_hint(),
+            Self::Native(body) => body.size_hint(),
+        }
     }
 }
 
@@ -488,7 +526,7 @@ impl Body for ResponseBody {
                         Some(Err(_)) => *this.fill = None,
                     }
                 }
-                Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+                Poll::Ready(frame)
             }
             Poll::Pending => match this.idle.poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(Stalled(*this.timeout))))),

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use http::StatusCode;
-use hyper_util::client::legacy;
 
 /// Why a request could not be forwarded. Each maps to one status.
 #[derive(Debug, thiserror::Error)]
@@ -13,20 +12,20 @@ pub enum ProxyError {
     /// No connection to the upstream could be made (refused, unreachable,
     /// connect timeout): 502.
     #[error("cannot connect to the upstream")]
-    Connect(#[source] legacy::Error),
+    Connect(#[source] BodyError),
     /// The upstream did not send response headers in time: 504.
     #[error("the upstream did not answer within {0:?}")]
     Timeout(Duration),
     /// The exchange failed after connecting (reset, malformed response,
     /// closed early): 502.
     #[error("the upstream exchange failed")]
-    Upstream(#[source] legacy::Error),
+    Upstream(#[source] BodyError),
     /// The request-target cannot be expressed as an upstream URI: 400.
     #[error("the request target cannot be forwarded")]
     Target,
     /// The client's request body failed (bad chunk, early close): 400.
     #[error("the client's request body failed")]
-    ClientBody(#[source] legacy::Error),
+    ClientBody(#[source] BodyError),
     /// The request body grew past `limits.max_body_bytes`: 413.
     #[error("the request body is over the limit")]
     BodyTooLarge,
@@ -90,13 +89,13 @@ impl ProxyError {
     /// warning a 502 or 504 logs; `None` when the client is at fault.
     pub fn upstream_cause(&self) -> Option<&'static str> {
         use std::io::ErrorKind;
-        let io_kind = |err: &legacy::Error| {
-            sources(err).find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind))
+        let io_kind = |err: &BodyError| {
+            sources(&**err)
+                .find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind))
         };
         // hyper's errors expose no kind for some causes: their text says it.
-        let says = |err: &legacy::Error, phrase: &str| {
-            sources(err).any(|e| e.to_string().contains(phrase))
-        };
+        let says =
+            |err: &BodyError, phrase: &str| sources(&**err).any(|e| e.to_string().contains(phrase));
         match self {
             ProxyError::Connect(err) => Some(match io_kind(err) {
                 Some(ErrorKind::ConnectionRefused) => "connection refused",
@@ -109,22 +108,18 @@ impl ProxyError {
             ProxyError::Timeout(_) => Some("response timeout"),
             ProxyError::Upstream(err) => Some(match io_kind(err) {
                 Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
-                _ if stale_connection(err) => "closed before a complete response",
+                _ if stale_connection(&**err) => "closed before a complete response",
+                _ if sources(&**err).any(|e| e.is::<crate::http1::ResponseError>()) => {
+                    "invalid response"
+                }
                 _ if says(err, "parse") || says(err, "invalid") => "invalid response",
                 _ => "exchange failed",
             }),
             ProxyError::UnaskedSwitch => Some("switched protocols unasked"),
-            ProxyError::Body(err) => {
-                let io_kind = std::iter::successors(
-                    Some(&**err as &(dyn std::error::Error + 'static)),
-                    |e| e.source(),
-                )
-                .find_map(|e| e.downcast_ref::<std::io::Error>().map(std::io::Error::kind));
-                Some(match io_kind {
-                    Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
-                    _ => "response body cut short",
-                })
-            }
+            ProxyError::Body(err) => Some(match io_kind(err) {
+                Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => "connection reset",
+                _ => "response body cut short",
+            }),
             ProxyError::BodyStalled(_) => Some("response body stalled"),
             ProxyError::Target | ProxyError::ClientBody(_) | ProxyError::BodyTooLarge => None,
         }
@@ -132,16 +127,16 @@ impl ProxyError {
 }
 
 /// `err` and its sources, outermost first.
-fn sources(err: &legacy::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
-    std::iter::successors(Some(err as &(dyn std::error::Error + 'static)), |e| {
-        e.source()
-    })
+fn sources<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err), |e| e.source())
 }
 
 /// Whether a failed exchange died on a connection the upstream had already
 /// given up (closed or reset before any response byte): the case where a
 /// retry on a fresh connection is safe for an idempotent request.
-pub(super) fn stale_connection(err: &legacy::Error) -> bool {
+pub(super) fn stale_connection(err: &(dyn std::error::Error + 'static)) -> bool {
     use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
     sources(err).any(|e| {
         let hyper_says = e
@@ -153,7 +148,7 @@ pub(super) fn stale_connection(err: &legacy::Error) -> bool {
                 ConnectionReset | BrokenPipe | ConnectionAborted | UnexpectedEof
             )
         });
-        hyper_says || io_says
+        hyper_says || io_says || e.is::<super::conn::ClosedEarly>()
     })
 }
 

@@ -7,20 +7,26 @@
 //! few buffers whatever the body size. The one exception is a robot's
 //! page the robots cache is about to keep anyway, of a known length within
 //! `bot_cache.max_item` ([`body::fill`]): it is read whole first, so that its
-//! answer carries the cache's `ETag`. hyper re-frames both messages, which
-//! is why `Transfer-Encoding` and the other hop-by-hop headers are removed
-//! rather than copied.
+//! answer carries the cache's `ETag`. Both messages are re-framed (by
+//! hyper's client, or by crawlgate's own connections), which is why
+//! `Transfer-Encoding` and the other hop-by-hop headers are removed rather
+//! than copied.
 //!
 //! This module is the forwarder ([`Upstream`]: send, the one retry, the
-//! pool kept across reloads); [`headers`] rewrites the request's fields,
-//! [`body`] holds the two streaming bodies, `client` the pooled
-//! connections and their TLS, `error` what can fail and its status.
+//! pools kept across reloads); [`headers`] rewrites the request's fields,
+//! [`body`] holds the two streaming bodies, `client` hyper's pooled
+//! connections and their TLS, `conn` crawlgate's own (`proxy.http1 =
+//! "native"`, an `http://` upstream), [`socket`] the reads and writes both
+//! sides of crawlgate's layer share, `error` what can fail and its
+//! status.
 
 pub mod body;
 mod client;
+mod conn;
 mod error;
 pub mod head;
 pub mod headers;
+pub mod socket;
 
 pub use client::UpstreamTlsError;
 pub use error::{BodyError, ProxyError};
@@ -34,14 +40,15 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONNECTION, HOST, UPGRADE};
 use http::uri::{Authority, PathAndQuery, Scheme, Uri};
-use http::{Request, Response, Version};
+use http::{Method, Request, Response, Version};
 use hyper::body::Body;
 use hyper_util::client::legacy::Client;
 use ipnet::IpNet;
 
-use crate::config::Config;
-use body::{BodyBytes, BodyState, RequestBody, ResponseBody};
+use crate::config::{Config, Http1Layer};
+use body::{Answer, BodyBytes, BodyState, RequestBody, ResponseBody};
 use client::{Connector, PoolSettings};
+use conn::Sending;
 use error::stale_connection;
 use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_hop, Rewrite};
 
@@ -49,6 +56,10 @@ use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_h
 #[derive(Debug)]
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
+    /// The connections of crawlgate's own HTTP/1.1 layer, when
+    /// `proxy.http1 = "native"` and the upstream is `http://`; upgrades
+    /// (and an `https://` upstream) go through `client`.
+    native: Option<Arc<conn::Pool>>,
     /// The connector (with its TLS settings), for another pool.
     connector: Connector,
     connect_timeout: Duration,
@@ -79,11 +90,21 @@ impl Upstream {
         };
         let client = pool.client(connector.clone());
         let authority = config.upstream.authority.clone();
+        let native = (config.proxy.http1 == Http1Layer::Native
+            && config.upstream.scheme == Scheme::HTTP)
+            .then(|| {
+                Arc::new(conn::Pool::new(
+                    &authority,
+                    config.proxy.connect_timeout,
+                    pool,
+                ))
+            });
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         Ok(Self {
             client,
+            native,
             connector,
             connect_timeout: config.proxy.connect_timeout,
             pool,
@@ -112,13 +133,25 @@ impl Upstream {
     /// thread, so that a worker's requests reuse the connections its own
     /// event loop drives.
     pub fn with_own_pool(&self) -> Self {
-        self.with_client(self.pool.client(self.connector.clone()), &self.connector)
+        let native = self.native.as_ref().map(|pool| Arc::new(pool.another()));
+        self.with_client(
+            self.pool.client(self.connector.clone()),
+            native,
+            &self.connector,
+        )
     }
 
-    /// The same upstream reached through `client` (built on `connector`).
-    fn with_client(&self, client: Client<Connector, RequestBody>, connector: &Connector) -> Self {
+    /// The same upstream reached through `client` (built on `connector`)
+    /// and `native`.
+    fn with_client(
+        &self,
+        client: Client<Connector, RequestBody>,
+        native: Option<Arc<conn::Pool>>,
+        connector: &Connector,
+    ) -> Self {
         Self {
             client,
+            native,
             connector: connector.clone(),
             connect_timeout: self.connect_timeout,
             pool: self.pool,
@@ -146,7 +179,7 @@ impl Upstream {
     /// belongs to the event loop that drives its connections).
     pub fn keeping_pool_of(&self, old: &Upstream) -> Self {
         if self.can_use_pool_of(old) {
-            self.with_client(old.client.clone(), &old.connector)
+            self.with_client(old.client.clone(), old.native.clone(), &old.connector)
         } else {
             self.with_own_pool()
         }
@@ -161,6 +194,7 @@ impl Upstream {
             && self.authority == old.authority
             && self.connect_timeout == old.connect_timeout
             && self.pool == old.pool
+            && self.native.is_some() == old.native.is_some()
     }
 
     /// The client's address: `peer`, or when `peer` is a trusted proxy,
@@ -182,6 +216,84 @@ impl Upstream {
     /// `scheme://host:port` of the origin, for logs.
     pub fn origin(&self) -> (&Scheme, &Authority) {
         (&self.scheme, &self.authority)
+    }
+
+    /// Sends the request through hyper's client; a failure comes with
+    /// whether it was connecting.
+    async fn send_hyper(
+        &self,
+        parts: http::request::Parts,
+        body: RequestBody,
+        retry: bool,
+    ) -> Result<Response<Answer>, (BodyError, bool)> {
+        let again = retry.then(|| {
+            (
+                parts.method.clone(),
+                parts.uri.clone(),
+                parts.version,
+                parts.headers.clone(),
+            )
+        });
+        let result = match self.client.request(Request::from_parts(parts, body)).await {
+            Err(err) if again.is_some() && stale_connection(&err) => {
+                let Some((method, uri, version, headers)) = again else {
+                    return Err((Box::new(err), false));
+                };
+                tracing::debug!(error = %err, "retrying an idempotent request on a fresh connection");
+                let mut again = Request::new(RequestBody::empty());
+                *again.method_mut() = method;
+                *again.uri_mut() = uri;
+                *again.version_mut() = version;
+                *again.headers_mut() = headers;
+                self.client.request(again).await
+            }
+            other => other,
+        };
+        match result {
+            Ok(res) => Ok(res.map(Answer::Hyper)),
+            Err(err) => {
+                let connect = err.is_connect();
+                Err((Box::new(err), connect))
+            }
+        }
+    }
+
+    /// Sends the request on a connection of crawlgate's own `pool`,
+    /// written from `parts`; the retry writes the same head again.
+    async fn send_native(
+        &self,
+        pool: &Arc<conn::Pool>,
+        parts: http::request::Parts,
+        body: RequestBody,
+        retry: bool,
+    ) -> Result<Response<Answer>, (BodyError, bool)> {
+        let has_body = !body.is_end_stream();
+        let len = body.size_hint().exact();
+        let sending = match (has_body, len) {
+            (false, _) => Sending::None,
+            (true, Some(_)) => Sending::Length,
+            // A chunked body of a method that has no use for one goes
+            // nowhere, as with hyper's client (a length is passed).
+            (true, None)
+                if [Method::GET, Method::HEAD, Method::CONNECT].contains(&parts.method) =>
+            {
+                Sending::None
+            }
+            (true, None) => Sending::Chunked,
+        };
+        let head_request = parts.method == Method::HEAD;
+        let head = |out: &mut Vec<u8>| conn::write_head(out, &parts, sending, len);
+        let body = (sending != Sending::None).then_some(body);
+        let result = match pool.send(false, head, body, sending, head_request).await {
+            Err(failure) if retry && failure.stale => {
+                tracing::debug!(error = %failure.error, "retrying an idempotent request on a fresh connection");
+                pool.send(true, head, None, sending, head_request).await
+            }
+            other => other,
+        };
+        result
+            .map(|res| res.map(Answer::Native))
+            .map_err(|failure| (failure.error, failure.connect))
     }
 
     /// Sends `req` upstream and returns the response with its body still
@@ -265,32 +377,15 @@ impl Upstream {
         let body = RequestBody::new(body, state.clone(), self.max_body_bytes);
         // A body-less idempotent request may be sent again once if the pooled
         // connection turns out to be dead (closed by the upstream as we
-        // wrote): keep what is needed to rebuild it. Never for a request
-        // with a body: it could reach the upstream twice.
-        let retry = (!has_body && parts.method.is_idempotent()).then(|| {
-            (
-                parts.method.clone(),
-                parts.uri.clone(),
-                parts.version,
-                parts.headers.clone(),
-            )
-        });
-        let first = Request::from_parts(parts, body);
+        // wrote). Never a request with a body: it could reach the upstream
+        // twice.
+        let retry = !has_body && parts.method.is_idempotent();
         let request = async {
-            match self.client.request(first).await {
-                Err(err) if retry.is_some() && stale_connection(&err) => {
-                    let Some((method, uri, version, headers)) = retry else {
-                        return Err(err);
-                    };
-                    tracing::debug!(error = %err, "retrying an idempotent request on a fresh connection");
-                    let mut again = Request::new(RequestBody::empty());
-                    *again.method_mut() = method;
-                    *again.uri_mut() = uri;
-                    *again.version_mut() = version;
-                    *again.headers_mut() = headers;
-                    self.client.request(again).await
-                }
-                other => other,
+            match (&self.native, &upgrade) {
+                // An upgrade stays with hyper's client, which hands over
+                // the connection a `101` switches.
+                (Some(pool), None) => self.send_native(pool, parts, body, retry).await,
+                _ => self.send_hyper(parts, body, retry).await,
             }
         };
         let timeout = self.response_timeout;
@@ -301,12 +396,12 @@ impl Upstream {
             }
         };
         let response = tokio::select! {
-            result = request => result.map_err(|err| {
+            result = request => result.map_err(|(err, connect)| {
                 let outcome = state.as_ref().map_or(0, |s| s.outcome.load(Ordering::Relaxed));
                 match outcome {
                     BodyState::TOO_LARGE => ProxyError::BodyTooLarge,
                     BodyState::CLIENT_FAILED => ProxyError::ClientBody(err),
-                    _ if err.is_connect() => ProxyError::Connect(err),
+                    _ if connect => ProxyError::Connect(err),
                     _ => ProxyError::Upstream(err),
                 }
             })?,

@@ -26,6 +26,9 @@ pub(super) enum Written {
     Close,
     /// A `101`: the connection is the tunnel's.
     Switched,
+    /// Unfinished (its body failed), in a way the client sees: the
+    /// connection closes.
+    Cut,
 }
 
 /// How a response body is framed to the client.
@@ -181,13 +184,19 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
                     out.extend_from_slice(b"\r\n");
                 }
             }
-            Some(Err(_)) => return Err(io::Error::other("response body failed")),
+            Some(Err(_)) => return cut_off(stream, out, framing, "response body failed").await,
             None => break,
         }
     }
     match framing {
         Framing::Length(n) if sent != n => {
-            return Err(io::Error::other("response body shorter than its length"));
+            return cut_off(
+                stream,
+                out,
+                framing,
+                "response body shorter than its length",
+            )
+            .await;
         }
         Framing::Chunked => out.extend_from_slice(b"0\r\n\r\n"),
         _ => {}
@@ -201,6 +210,31 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
     } else {
         Written::Close
     })
+}
+
+/// A body that failed after its head: what was gathered of it still
+/// goes out (the client learns the status and gets what there was), then
+/// the message is left unfinished. Short of its length or of its last
+/// chunk, a close tells the client so ([`Written::Cut`]); a body read to
+/// the close could pass for complete, so that connection is reset
+/// (`Err`).
+async fn cut_off(
+    stream: &TcpStream,
+    out: &mut Vec<u8>,
+    framing: Framing,
+    why: &'static str,
+) -> io::Result<Written> {
+    if !out.is_empty() {
+        write_all(stream, out).await?;
+        out.clear();
+    }
+    match framing {
+        Framing::UntilClose => Err(io::Error::other(why)),
+        _ => {
+            tracing::debug!(why, "response cut off; closing");
+            Ok(Written::Cut)
+        }
+    }
 }
 
 /// Appends the status line of `status`, CRLF included.

@@ -1,15 +1,17 @@
-//! The connection's socket as the native layer uses it: reads and writes
-//! through a shared `&TcpStream` (so that a request body is read while
-//! the answer is written) that tell tokio when a read emptied it, the lingering
-//! close, and the connection handed to a tunnel.
+//! The connection's socket as the native layer uses it: the reads and
+//! writes of [`crate::proxy::socket`] (through a shared `&TcpStream`, so
+//! that a request body is read while the answer is written), the
+//! lingering close, and the connection handed to a tunnel.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, Interest, ReadBuf};
+use bytes::{Buf, Bytes};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+pub(super) use crate::proxy::socket::{read_some, try_read, write_all};
 
 use super::{LINGER_BYTES, LINGER_TIME};
 
@@ -35,57 +37,6 @@ pub(super) async fn linger(mut stream: TcpStream) {
         }
     };
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
-}
-
-/// Reads what `stream` has into the spare room of `buf` (which must have
-/// some); `Ok(0)` at its end.
-pub(super) async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        match try_read(stream, buf) {
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            read => return read,
-        }
-    }
-}
-
-/// One read of what `stream` has into the spare room of `buf`, without
-/// waiting: `WouldBlock` when it has nothing. A read that leaves room
-/// over has emptied the socket's queue, and tokio is told so, as its own
-/// `poll_read` does: the next wait is then for new bytes, not a readiness
-/// already used up that would cost a read answered "would block" (one
-/// per request on a keep-alive connection).
-pub(super) fn try_read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    let room = buf.capacity() - buf.len();
-    let mut got = None;
-    let read = stream.try_io(Interest::READABLE, || {
-        let n = stream.try_read_buf(buf)?;
-        got = Some(n);
-        if 0 < n && n < room {
-            // Clears the readiness; the count is in `got`.
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    match (read, got) {
-        (Err(err), Some(n)) if err.kind() == io::ErrorKind::WouldBlock => Ok(n),
-        (read, _) => read,
-    }
-}
-
-/// Writes all of `bytes` to `stream`.
-pub(super) async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
-        stream.writable().await?;
-        match stream.try_write(bytes) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            Err(err) => return Err(err),
-        }
-    }
-    Ok(())
 }
 
 /// The client's connection handed to a tunnel: the bytes it sent after

@@ -1,0 +1,617 @@
+//! crawlgate's own upstream connections (`proxy.http1 = "native"`, an
+//! `http://` upstream): a worker's pool of keep-alive connections, one
+//! exchange on one of them, and the response body read off it.
+//!
+//! An exchange writes the request head in one write, then the body with
+//! the framing the head announced, while it reads the answer: an upstream
+//! that answers before the body is all sent (a `413`, a redirect) is
+//! heard at once, and its connection is not reused. Interim `1xx`
+//! answers are skipped. The head is parsed in place
+//! ([`crate::http1::parse_response`], strict on framing) and its field
+//! values become slices of the one buffer that was read.
+//!
+//! The body is read with the framing the head says (its length, chunked,
+//! or to the close); once it has ended, and when nothing says otherwise
+//! (`Connection: close`, an HTTP/1.0 answer, bytes past its end, a
+//! request body not sent whole), the connection goes back to the pool.
+//!
+//! The pool is the worker's own: no other thread takes from it, so its
+//! lock is never contended. The newest idle connection is taken first;
+//! one idle for `proxy.pool_idle_timeout` is closed when the pool is next
+//! used, and at most `proxy.pool_max_idle` are kept. A pooled connection
+//! the upstream has closed (or sent bytes on, unasked) is seen as
+//! readable without a system call, and dropped instead of used.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::pin::{pin, Pin};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{ready, Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::body::RequestBody;
+use super::client::PoolSettings;
+use super::error::BodyError;
+use super::socket::{poll_read_some, read_some, write_all};
+use crate::http1::chunked::Chunked;
+use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
+
+/// The largest response head read, and the most fields in it.
+const MAX_HEAD: usize = 256 * 1024;
+const MAX_FIELDS: usize = 256;
+/// What one read of a response asks for, at least.
+const READ_BUF: usize = 16 * 1024;
+
+/// A worker's keep-alive connections to the upstream.
+#[derive(Debug)]
+pub(super) struct Pool {
+    /// Where to connect: the host (a name or an address) and the port.
+    host: String,
+    port: u16,
+    connect_timeout: Duration,
+    settings: PoolSettings,
+    /// Idle connections, the oldest first.
+    idle: Mutex<VecDeque<Idle>>,
+}
+
+#[derive(Debug)]
+struct Idle {
+    conn: Box<Conn>,
+    since: Instant,
+}
+
+/// One connection to the upstream and what it keeps between exchanges
+/// (boxed once, for its life: it moves between the pool and bodies).
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    /// Bytes read and not yet taken.
+    buf: BytesMut,
+    /// The request head being sent.
+    out: Vec<u8>,
+    /// The response head's fields.
+    fields: Vec<Field>,
+}
+
+/// How an exchange failed.
+#[derive(Debug)]
+pub(super) struct Failure {
+    pub(super) error: BodyError,
+    /// No connection could be made.
+    pub(super) connect: bool,
+    /// The upstream closed or reset the connection before any byte of an
+    /// answer (most often a pooled connection it had already given up):
+    /// an idempotent request may be sent again on a fresh connection, as
+    /// hyper's client does.
+    pub(super) stale: bool,
+}
+
+impl Failure {
+    fn new(error: impl Into<BodyError>) -> Self {
+        Self {
+            error: error.into(),
+            connect: false,
+            stale: false,
+        }
+    }
+}
+
+/// The upstream closed the connection before a complete response.
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream closed the connection before a complete response")]
+pub(super) struct ClosedEarly;
+
+/// How a request body is framed upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sending {
+    /// No body.
+    None,
+    /// As many bytes as the head's `Content-Length`.
+    Length,
+    /// Chunked.
+    Chunked,
+}
+
+impl Pool {
+    /// An empty pool for `authority` (`host:port`, port 80 when absent).
+    pub(super) fn new(
+        authority: &http::uri::Authority,
+        connect_timeout: Duration,
+        settings: PoolSettings,
+    ) -> Self {
+        let host = authority.host();
+        // An IPv6 address is written in brackets in a URL, not to connect.
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        Self {
+            host: host.to_owned(),
+            port: authority.port_u16().unwrap_or(80),
+            connect_timeout,
+            settings,
+            idle: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Another empty pool to the same place, for another worker.
+    pub(super) fn another(&self) -> Self {
+        Self {
+            host: self.host.clone(),
+            port: self.port,
+            connect_timeout: self.connect_timeout,
+            settings: self.settings,
+            idle: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// How many connections wait in the pool.
+    #[cfg(test)]
+    fn idle_count(&self) -> usize {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// The newest idle connection still open, if any.
+    fn checkout(&self) -> Option<Box<Conn>> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        while let Some(Idle { conn, since }) = idle.pop_back() {
+            if now.duration_since(since) >= self.settings.idle_timeout {
+                // The rest are older still.
+                idle.clear();
+                return None;
+            }
+            if conn.is_open() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    /// Keeps `conn` for a next exchange, within the pool's bounds.
+    fn checkin(&self, mut conn: Box<Conn>) {
+        if self.settings.max_idle == 0 {
+            return;
+        }
+        if conn.buf.capacity() > READ_BUF {
+            conn.buf = BytesMut::new();
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        while idle
+            .front()
+            .is_some_and(|i| now.duration_since(i.since) >= self.settings.idle_timeout)
+        {
+            idle.pop_front();
+        }
+        if idle.len() >= self.settings.max_idle {
+            idle.pop_front();
+        }
+        idle.push_back(Idle { conn, since: now });
+    }
+
+    /// A new connection, within the connect timeout.
+    async fn connect(&self) -> Result<Box<Conn>, Failure> {
+        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(err)) => return Err(Failure::connecting(err)),
+            Err(_) => {
+                return Err(Failure::connecting(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "connect timed out",
+                )))
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        Ok(Box::new(Conn {
+            stream,
+            buf: BytesMut::new(),
+            out: Vec::with_capacity(1024),
+            fields: Vec::new(),
+        }))
+    }
+
+    /// Sends a request upstream (its head written by `head`, its body
+    /// `body` framed as `sending` says) and reads the answer's head; the
+    /// body streams from the returned response. `fresh`: on a new
+    /// connection, never a pooled one (the retry).
+    pub(super) async fn send(
+        self: &Arc<Self>,
+        fresh: bool,
+        head: impl FnOnce(&mut Vec<u8>),
+        body: Option<RequestBody>,
+        sending: Sending,
+        head_request: bool,
+    ) -> Result<Response<NativeBody>, Failure> {
+        let pooled = if fresh { None } else { self.checkout() };
+        let mut conn = match pooled {
+            Some(conn) => conn,
+            None => self.connect().await?,
+        };
+        conn.out.clear();
+        head(&mut conn.out);
+        let (answer, body_sent) = conn.exchange(body, sending, head_request).await?;
+        let reusable = body_sent && answer.persists() && answer.status != 101;
+        conn.respond(answer, reusable, Arc::clone(self))
+    }
+}
+
+impl Failure {
+    fn connecting(err: io::Error) -> Self {
+        Self {
+            error: err.into(),
+            connect: true,
+            stale: false,
+        }
+    }
+}
+
+/// Why a request body could not be sent.
+enum Unsent {
+    /// The client's body failed (or went over the limit).
+    Body(BodyError),
+    /// The connection failed.
+    Io(io::Error),
+}
+
+impl Conn {
+    /// Whether the upstream has neither closed this idle connection nor
+    /// sent anything on it. Known from the readiness tokio holds, without
+    /// a system call unless the socket is readable.
+    fn is_open(&self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.stream.poll_read_ready(&mut cx) {
+            Poll::Pending => true,
+            Poll::Ready(Err(_)) => false,
+            // A readiness left over from the last read, or really bytes
+            // (an end, an unasked answer): one read tells.
+            Poll::Ready(Ok(())) => matches!(
+                self.stream.try_read(&mut [0u8; 1]),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock
+            ),
+        }
+    }
+
+    /// Writes the head in `out` and `body` while reading the answer's
+    /// head; also whether the body was sent whole.
+    async fn exchange(
+        &mut self,
+        body: Option<RequestBody>,
+        sending: Sending,
+        head_request: bool,
+    ) -> Result<(http1::ResponseHead, bool), Failure> {
+        let Conn {
+            stream,
+            buf,
+            out,
+            fields,
+        } = self;
+        let stream: &TcpStream = stream;
+        let mut got_bytes = false;
+        let (head, writing, write_failed) = {
+            let mut write = pin!(async {
+                write_all(stream, out).await.map_err(Unsent::Io)?;
+                match body {
+                    Some(body) => send_body(stream, body, sending).await,
+                    None => Ok(()),
+                }
+            });
+            let mut read = pin!(read_head(stream, buf, fields, head_request, &mut got_bytes));
+            let mut writing = true;
+            let mut write_failed = None;
+            let head = loop {
+                tokio::select! {
+                    biased;
+                    sent = &mut write, if writing => {
+                        writing = false;
+                        match sent {
+                            Ok(()) => {}
+                            Err(Unsent::Body(err)) => return Err(Failure::new(err)),
+                            // The upstream may have answered before it
+                            // closed: that answer is read.
+                            Err(Unsent::Io(err)) => write_failed = Some(err),
+                        }
+                    }
+                    head = &mut read => break head,
+                }
+            };
+            (head, writing, write_failed)
+        };
+        let body_sent = !writing && write_failed.is_none();
+        match head {
+            Ok(head) => Ok((head, body_sent)),
+            Err(err) => {
+                let err = write_failed.map_or(err, Failure::new);
+                let stale = !got_bytes && super::error::stale_connection(&*err.error);
+                Err(Failure { stale, ..err })
+            }
+        }
+    }
+
+    /// The response `head` just read, with its body to be read off this
+    /// connection; the connection goes back to `pool` after it when
+    /// `reusable`.
+    fn respond(
+        mut self: Box<Self>,
+        head: http1::ResponseHead,
+        reusable: bool,
+        pool: Arc<Pool>,
+    ) -> Result<Response<NativeBody>, Failure> {
+        let bytes = self.buf.split_to(head.len).freeze();
+        let invalid = |why| Failure::new(ResponseError::Malformed(why));
+        let status = StatusCode::from_u16(head.status).map_err(|_| invalid("status code"))?;
+        let mut headers = HeaderMap::with_capacity(self.fields.len());
+        // A body framed otherwise has no length to pass on (RFC 9112
+        // §6.3: Transfer-Encoding overrides Content-Length).
+        let length_holds = matches!(head.body, BodyFraming::Length(_) | BodyFraming::Empty);
+        for field in &self.fields {
+            if field.known == Known::ContentLength && !length_holds {
+                continue;
+            }
+            let name =
+                HeaderName::from_bytes(field.name.of(&bytes)).map_err(|_| invalid("field name"))?;
+            let span = field.value.start as usize..field.value.end as usize;
+            let value = HeaderValue::from_maybe_shared(bytes.slice(span))
+                .map_err(|_| invalid("field value"))?;
+            headers.append(name, value);
+        }
+        let framing = match head.body {
+            BodyFraming::Empty => Framing::Done,
+            BodyFraming::Length(n) => Framing::Length(n),
+            BodyFraming::Chunked => Framing::Chunked(Chunked::new()),
+            BodyFraming::UntilClose => Framing::UntilClose,
+        };
+        let mut body = NativeBody {
+            conn: Some(self),
+            pool: reusable.then_some(pool),
+            framing,
+        };
+        if matches!(body.framing, Framing::Done) {
+            body.finish();
+        }
+        let mut res = Response::new(body);
+        *res.status_mut() = status;
+        *res.version_mut() = match head.version {
+            Version::Http10 => http::Version::HTTP_10,
+            Version::Http11 => http::Version::HTTP_11,
+        };
+        *res.headers_mut() = headers;
+        Ok(res)
+    }
+}
+
+/// Reads the response head into `buf` (skipping interim `1xx` answers
+/// but a `101`), parsing its fields into `fields`; `got_bytes` is set
+/// once any byte of an answer came.
+async fn read_head(
+    stream: &TcpStream,
+    buf: &mut BytesMut,
+    fields: &mut Vec<Field>,
+    head_request: bool,
+    got_bytes: &mut bool,
+) -> Result<http1::ResponseHead, Failure> {
+    loop {
+        if !buf.is_empty() {
+            match http1::parse_response(buf, head_request, MAX_HEAD, MAX_FIELDS, fields) {
+                Ok(Some(head)) if (100..200).contains(&head.status) && head.status != 101 => {
+                    buf.advance(head.len);
+                    continue;
+                }
+                Ok(Some(head)) => return Ok(head),
+                Ok(None) => {}
+                Err(err) => return Err(Failure::new(err)),
+            }
+        }
+        if buf.capacity() - buf.len() < READ_BUF / 4 {
+            buf.reserve(READ_BUF);
+        }
+        match read_some(stream, buf).await {
+            Ok(0) => return Err(Failure::new(ClosedEarly)),
+            Ok(_) => *got_bytes = true,
+            Err(err) => return Err(Failure::new(err)),
+        }
+    }
+}
+
+/// Writes the client's `body` to `stream`, framed as `sending` says.
+async fn send_body(stream: &TcpStream, body: RequestBody, sending: Sending) -> Result<(), Unsent> {
+    let mut body = pin!(body);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(Unsent::Body)?;
+        // Trailers are not passed on.
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.is_empty() {
+            continue;
+        }
+        if sending == Sending::Chunked {
+            let size = format!("{:x}\r\n", data.len());
+            write_all(stream, size.as_bytes())
+                .await
+                .map_err(Unsent::Io)?;
+        }
+        write_all(stream, &data).await.map_err(Unsent::Io)?;
+        if sending == Sending::Chunked {
+            write_all(stream, b"\r\n").await.map_err(Unsent::Io)?;
+        }
+    }
+    if sending == Sending::Chunked {
+        write_all(stream, b"0\r\n\r\n").await.map_err(Unsent::Io)?;
+    }
+    Ok(())
+}
+
+/// How much of a response body is left.
+#[derive(Debug)]
+enum Framing {
+    Length(u64),
+    Chunked(Chunked),
+    UntilClose,
+    Done,
+}
+
+/// A response body read off an upstream connection of [`Pool`].
+#[derive(Debug)]
+pub struct NativeBody {
+    /// `None` once the body has ended.
+    conn: Option<Box<Conn>>,
+    /// Where the connection goes after the body, when it may be reused.
+    pool: Option<Arc<Pool>>,
+    framing: Framing,
+}
+
+impl NativeBody {
+    /// The body has ended: the connection goes back to the pool when it
+    /// may and nothing was read past the end, else it is closed.
+    fn finish(&mut self) {
+        self.framing = Framing::Done;
+        if let (Some(conn), Some(pool)) = (self.conn.take(), self.pool.take()) {
+            if conn.buf.is_empty() {
+                pool.checkin(conn);
+            }
+        }
+    }
+
+    /// The next piece of the body from what was read, if there is one.
+    fn take(&mut self) -> Result<Option<Bytes>, BodyError> {
+        loop {
+            let Some(conn) = self.conn.as_mut() else {
+                return Ok(None);
+            };
+            let buf = &mut conn.buf;
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            // A piece of data, whether the body ended, whether bytes were
+            // read without either (a chunk's framing).
+            let (data, done, progress) = match &mut self.framing {
+                Framing::Length(left) => {
+                    let n = buf.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+                    *left -= n as u64;
+                    (Some(buf.split_to(n).freeze()), *left == 0, true)
+                }
+                Framing::UntilClose => (Some(buf.split().freeze()), false, true),
+                Framing::Chunked(reader) => {
+                    let read = reader.decode(buf).map_err(|err| -> BodyError {
+                        Box::new(io::Error::new(io::ErrorKind::InvalidData, err))
+                    })?;
+                    let data = if read.data.is_empty() {
+                        buf.advance(read.consumed);
+                        None
+                    } else {
+                        buf.advance(read.data.start);
+                        let data = buf.split_to(read.data.len()).freeze();
+                        buf.advance(read.consumed - read.data.end);
+                        Some(data)
+                    };
+                    (data, read.done, read.consumed > 0)
+                }
+                Framing::Done => (None, false, false),
+            };
+            if done {
+                self.finish();
+            }
+            if data.is_some() || done || !progress {
+                return Ok(data);
+            }
+        }
+    }
+}
+
+impl Body for NativeBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        loop {
+            if let Some(data) = this.take()? {
+                return Poll::Ready(Some(Ok(Frame::data(data))));
+            }
+            let Some(conn) = this.conn.as_mut() else {
+                return Poll::Ready(None);
+            };
+            if matches!(this.framing, Framing::Done) {
+                return Poll::Ready(None);
+            }
+            if conn.buf.capacity() - conn.buf.len() < READ_BUF / 4 {
+                conn.buf.reserve(READ_BUF);
+            }
+            match ready!(poll_read_some(&conn.stream, cx, &mut conn.buf)) {
+                Ok(0) if matches!(this.framing, Framing::UntilClose) => {
+                    this.framing = Framing::Done;
+                    this.conn = None;
+                    return Poll::Ready(None);
+                }
+                Ok(0) => return Poll::Ready(Some(Err(Box::new(ClosedEarly)))),
+                Ok(_) => {}
+                Err(err) => return Poll::Ready(Some(Err(Box::new(err)))),
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self.framing, Framing::Done | Framing::Length(0))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.framing {
+            Framing::Length(n) => SizeHint::with_exact(n),
+            Framing::Done => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+/// Writes the request head for `parts` (origin-form target, the fields
+/// as the rewrite left them) into `out`, with the framing `sending` needs:
+/// `len` (the body's known length) as `Content-Length` when the fields
+/// have none, or `Transfer-Encoding: chunked`.
+pub(super) fn write_head(
+    out: &mut Vec<u8>,
+    parts: &http::request::Parts,
+    sending: Sending,
+    len: Option<u64>,
+) {
+    out.extend_from_slice(parts.method.as_str().as_bytes());
+    out.push(b' ');
+    let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in &parts.headers {
+        if sending == Sending::Chunked && name == CONTENT_LENGTH {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match sending {
+        Sending::Length if !parts.headers.contains_key(CONTENT_LENGTH) => {
+            let _ = write!(out, "content-length: {}\r\n", len.unwrap_or(0));
+        }
+        Sending::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        Sending::Length | Sending::None => {}
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests;

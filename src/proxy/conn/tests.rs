@@ -1,0 +1,364 @@
+//! The upstream connections of crawlgate's own layer against a scripted
+//! upstream on loopback: what reaches it, what comes back, and which
+//! connections are kept.
+
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+use crate::proxy::body::{BodyState, FedBody, RequestBody};
+
+async fn upstream(max_idle: usize) -> (TcpListener, Arc<Pool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let authority: http::uri::Authority = addr.to_string().parse().expect("authority");
+    let settings = PoolSettings {
+        idle_timeout: Duration::from_secs(30),
+        max_idle,
+    };
+    let pool = Pool::new(&authority, Duration::from_secs(5), settings);
+    (listener, Arc::new(pool))
+}
+
+fn get(path: &'static str) -> impl Fn(&mut Vec<u8>) + Copy {
+    move |out: &mut Vec<u8>| {
+        out.extend_from_slice(format!("GET {path} HTTP/1.1\r\nhost: up\r\n\r\n").as_bytes());
+    }
+}
+
+/// Reads one request head (and nothing past it, byte by byte).
+async fn read_head_of(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let byte = stream.read_u8().await.expect("request head");
+        head.push(byte);
+    }
+    String::from_utf8(head).expect("ascii")
+}
+
+/// Accepts a connection, reads a request head on it and writes `bytes`.
+async fn answer(listener: &TcpListener, bytes: &[u8]) -> TcpStream {
+    let (mut s, _) = listener.accept().await.expect("accept");
+    read_head_of(&mut s).await;
+    s.write_all(bytes).await.expect("answer");
+    s
+}
+
+async fn body_of(res: Response<NativeBody>) -> Result<Vec<u8>, BodyError> {
+    Ok(res.into_body().collect().await?.to_bytes().to_vec())
+}
+
+/// Whether a connection waits to be accepted, without waiting.
+fn pending_connection(listener: TcpListener) -> bool {
+    let listener = listener.into_std().expect("std");
+    listener.accept().is_ok()
+}
+
+/// One connection carries a length-framed answer, then a chunked one,
+/// then one that closes; only the last is not kept.
+#[tokio::test]
+async fn a_connection_is_kept_until_the_upstream_says_close() {
+    let (listener, pool) = upstream(4).await;
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.expect("accept");
+        let mut heads = Vec::new();
+        for answer in [
+            &b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-site: one\r\n\r\nhello"[..],
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 99\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nt: 1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\nx",
+        ] {
+            heads.push(read_head_of(&mut s).await);
+            s.write_all(answer).await.expect("answer");
+        }
+        (listener, heads)
+    });
+    let res = pool
+        .send(false, get("/1"), None, Sending::None, false)
+        .await
+        .expect("first");
+    assert_eq!(res.headers()["x-site"], "one");
+    assert_eq!(body_of(res).await.expect("body"), b"hello");
+    assert_eq!(pool.idle_count(), 1);
+    let res = pool
+        .send(false, get("/2"), None, Sending::None, false)
+        .await
+        .expect("second");
+    // The length a chunked answer also gave is not passed on.
+    assert!(!res.headers().contains_key(CONTENT_LENGTH));
+    assert_eq!(body_of(res).await.expect("body"), b"abcde");
+    assert_eq!(pool.idle_count(), 1);
+    let res = pool
+        .send(false, get("/3"), None, Sending::None, false)
+        .await
+        .expect("third");
+    assert_eq!(body_of(res).await.expect("body"), b"x");
+    assert_eq!(pool.idle_count(), 0);
+    let (listener, heads) = server.await.expect("server");
+    assert!(heads[1].starts_with("GET /2 HTTP/1.1\r\n"), "{heads:?}");
+    assert!(
+        !pending_connection(listener),
+        "a second connection was made"
+    );
+}
+
+/// An interim `100` is skipped; a body without a length is read to the
+/// close, and that connection is not kept.
+#[tokio::test]
+async fn an_interim_answer_is_skipped_and_a_body_read_to_the_close() {
+    let (listener, pool) = upstream(4).await;
+    tokio::spawn(async move {
+        let _closed_when_done = answer(
+            &listener,
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nto the end",
+        )
+        .await;
+    });
+    let res = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect("answer");
+    assert_eq!(res.status(), 200);
+    assert_eq!(body_of(res).await.expect("body"), b"to the end");
+    assert_eq!(pool.idle_count(), 0);
+}
+
+/// A connection the upstream closed without answering, pooled or new, is
+/// a stale failure (the retry's case); one closed mid-answer is not.
+#[tokio::test]
+async fn a_reused_connection_closed_unanswered_is_stale() {
+    let (listener, pool) = upstream(4).await;
+    tokio::spawn(async move {
+        let mut s = answer(&listener, b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        read_head_of(&mut s).await;
+        drop(s);
+        let (mut s, _) = listener.accept().await.expect("accept");
+        read_head_of(&mut s).await;
+        drop(s);
+        let (mut s, _) = listener.accept().await.expect("accept");
+        read_head_of(&mut s).await;
+        s.write_all(b"HTTP/1.1 200")
+            .await
+            .expect("part of an answer");
+    });
+    let res = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect("first");
+    assert_eq!(res.status(), 204);
+    assert_eq!(pool.idle_count(), 1);
+    let failure = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect_err("closed");
+    assert!(failure.stale && !failure.connect, "{failure:?}");
+    let failure = pool
+        .send(true, get("/"), None, Sending::None, false)
+        .await
+        .expect_err("closed");
+    assert!(failure.stale, "{failure:?}");
+    assert!(failure.error.is::<ClosedEarly>(), "{failure:?}");
+    let failure = pool
+        .send(true, get("/"), None, Sending::None, false)
+        .await
+        .expect_err("cut");
+    assert!(!failure.stale, "{failure:?}");
+}
+
+/// A pooled connection the upstream has closed since is seen as closed
+/// and dropped at checkout.
+#[tokio::test]
+async fn a_pooled_connection_closed_since_is_not_taken() {
+    let (listener, pool) = upstream(4).await;
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let s = answer(&listener, b"HTTP/1.1 204 No Content\r\n\r\n").await;
+        drop(s);
+        let _ = closed_tx.send(());
+    });
+    let res = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect("first");
+    assert_eq!(res.status(), 204);
+    closed.await.expect("closed");
+    // The close reaches the socket's readiness when tokio's driver turns.
+    let mut seen = false;
+    for _ in 0..500 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let idle = pool.idle.lock().expect("lock");
+        if idle.back().is_some_and(|i| !i.conn.is_open()) {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "the closed connection still looks open");
+    assert!(pool.checkout().is_none());
+    assert_eq!(pool.idle_count(), 0);
+}
+
+/// An answer that comes while the request body is still being sent is
+/// read at once, and that connection is not kept.
+#[tokio::test]
+async fn an_answer_before_the_whole_body_is_read_and_not_kept() {
+    let (listener, pool) = upstream(4).await;
+    tokio::spawn(async move {
+        let _held = answer(
+            &listener,
+            b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n",
+        )
+        .await;
+        // Held open: the client must not wait for the close.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let (feed, body) = FedBody::channel(Some(1000));
+    let body = RequestBody::new(body, Some(Arc::new(BodyState::new())), None);
+    let head = |out: &mut Vec<u8>| {
+        out.extend_from_slice(b"POST /up HTTP/1.1\r\nhost: up\r\ncontent-length: 1000\r\n\r\n");
+    };
+    let sending = pool.send(false, head, Some(body), Sending::Length, false);
+    let res = tokio::time::timeout(Duration::from_secs(10), sending)
+        .await
+        .expect("answered before the body ended")
+        .expect("answer");
+    assert_eq!(res.status(), 413);
+    assert_eq!(body_of(res).await.expect("body"), b"");
+    assert_eq!(pool.idle_count(), 0);
+    drop(feed);
+}
+
+/// A body of unknown length goes chunked, each piece a chunk, and ends
+/// with the last chunk; then the connection is kept.
+#[tokio::test]
+async fn a_body_of_unknown_length_is_sent_chunked() {
+    let (listener, pool) = upstream(4).await;
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.expect("accept");
+        let head = read_head_of(&mut s).await;
+        let mut body = Vec::new();
+        while !body.ends_with(b"0\r\n\r\n") {
+            body.push(s.read_u8().await.expect("body"));
+        }
+        s.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+            .await
+            .expect("answer");
+        (head, body)
+    });
+    let (feed, body) = FedBody::channel(None);
+    let body = RequestBody::new(body, Some(Arc::new(BodyState::new())), None);
+    let parts = {
+        let req = http::Request::post("/up")
+            .header("host", "up")
+            .header("content-length", "11")
+            .body(())
+            .expect("request");
+        req.into_parts().0
+    };
+    let head = |out: &mut Vec<u8>| write_head(out, &parts, Sending::Chunked, None);
+    let feeding = async move {
+        let mut feed = feed;
+        assert!(feed.wanted().await);
+        assert!(feed.send(Bytes::from_static(b"hello")).await);
+        assert!(feed.send(Bytes::from_static(b" world")).await);
+    };
+    let (res, ()) = tokio::join!(
+        pool.send(false, head, Some(body), Sending::Chunked, false),
+        feeding
+    );
+    assert_eq!(res.expect("answer").status(), 204);
+    let (head, body) = server.await.expect("server");
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+    assert!(!head.contains("content-length"), "{head}");
+    assert_eq!(body, b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+    assert_eq!(pool.idle_count(), 1);
+}
+
+/// A broken head is an invalid response; a body cut short is an error,
+/// never an end.
+#[tokio::test]
+async fn broken_answers_are_errors() {
+    let (listener, pool) = upstream(4).await;
+    tokio::spawn(async move {
+        let s = answer(
+            &listener,
+            b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\ncontent-length: 4\r\n\r\nabcd",
+        )
+        .await;
+        drop(s);
+        let s = answer(
+            &listener,
+            b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc",
+        )
+        .await;
+        drop(s);
+        let _closed_when_done = answer(
+            &listener,
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+        )
+        .await;
+    });
+    let failure = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect_err("two lengths");
+    assert!(failure.error.is::<ResponseError>(), "{failure:?}");
+    let res = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect("head");
+    let err = body_of(res).await.expect_err("cut short");
+    assert!(err.is::<ClosedEarly>(), "{err:?}");
+    let res = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect("head");
+    body_of(res).await.expect_err("a bad chunk size");
+    assert_eq!(pool.idle_count(), 0);
+}
+
+/// Nothing listening: a connect failure.
+#[tokio::test]
+async fn a_dead_upstream_is_a_connect_failure() {
+    let (listener, pool) = upstream(4).await;
+    drop(listener);
+    let failure = pool
+        .send(false, get("/"), None, Sending::None, false)
+        .await
+        .expect_err("dead");
+    assert!(failure.connect && !failure.stale, "{failure:?}");
+}
+
+/// The head announces the framing the body is sent with.
+#[test]
+fn the_head_says_how_the_body_is_framed() {
+    let parts = |cl: Option<&str>| {
+        let mut req = http::Request::put("/p?q=1").header("host", "up");
+        if let Some(cl) = cl {
+            req = req.header("content-length", cl);
+        }
+        req.body(()).expect("request").into_parts().0
+    };
+    let written = |parts: &http::request::Parts, sending, len| {
+        let mut out = Vec::new();
+        write_head(&mut out, parts, sending, len);
+        String::from_utf8(out).expect("ascii")
+    };
+    assert_eq!(
+        written(&parts(Some("3")), Sending::Length, Some(3)),
+        "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 3\r\n\r\n"
+    );
+    assert_eq!(
+        written(&parts(None), Sending::Length, Some(7)),
+        "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 7\r\n\r\n"
+    );
+    assert_eq!(
+        written(&parts(Some("3")), Sending::Chunked, None),
+        "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    assert_eq!(
+        written(&parts(Some("0")), Sending::None, None),
+        "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 0\r\n\r\n"
+    );
+}
