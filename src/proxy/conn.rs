@@ -3,10 +3,11 @@
 //! exchange on one of them, and the response body read off it.
 //!
 //! An exchange writes the request head in one write, then the body with
-//! the framing the head announced, while it reads the answer: an upstream
-//! that answers before the body is all sent (a `413`, a redirect) is
-//! heard at once, and its connection is not reused. Interim `1xx`
-//! answers are skipped. The head is parsed in place
+//! the framing the head announced (held to the length it announced),
+//! while it reads the answer: an upstream that answers before the body is
+//! all sent (a `413`, a redirect, an echo) is heard at once, the body's
+//! write goes on in a task of its own until the answer's body ends, and
+//! the connection is not reused. Interim `1xx` answers are skipped. The head is parsed in place
 //! ([`crate::http1::parse_response`], strict on framing) and its field
 //! values become slices of the one buffer that was read.
 //!
@@ -49,6 +50,8 @@ const MAX_HEAD: usize = 256 * 1024;
 const MAX_FIELDS: usize = 256;
 /// What one read of a response asks for, at least.
 const READ_BUF: usize = 16 * 1024;
+/// The room for a request head a pooled connection keeps.
+const OUT_BUF: usize = 4096;
 
 /// A worker's keep-alive connections to the upstream.
 #[derive(Debug)]
@@ -72,7 +75,9 @@ struct Idle {
 /// (boxed once, for its life: it moves between the pool and bodies).
 #[derive(Debug)]
 struct Conn {
-    stream: TcpStream,
+    /// Shared with the request body's write while it goes on after the
+    /// answer came.
+    stream: Arc<TcpStream>,
     /// Bytes read and not yet taken.
     buf: BytesMut,
     /// The request head being sent.
@@ -114,8 +119,8 @@ pub(super) struct ClosedEarly;
 pub(super) enum Sending {
     /// No body.
     None,
-    /// As many bytes as the head's `Content-Length`.
-    Length,
+    /// This many bytes, the head's `Content-Length`.
+    Length(u64),
     /// Chunked.
     Chunked,
 }
@@ -187,6 +192,9 @@ impl Pool {
         if conn.buf.capacity() > READ_BUF {
             conn.buf = BytesMut::new();
         }
+        if conn.out.capacity() > OUT_BUF {
+            conn.out = Vec::with_capacity(OUT_BUF);
+        }
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         while idle
@@ -216,9 +224,9 @@ impl Pool {
         };
         let _ = stream.set_nodelay(true);
         Ok(Box::new(Conn {
-            stream,
+            stream: Arc::new(stream),
             buf: BytesMut::new(),
-            out: Vec::with_capacity(1024),
+            out: Vec::with_capacity(OUT_BUF),
             fields: Vec::new(),
         }))
     }
@@ -242,9 +250,13 @@ impl Pool {
         };
         conn.out.clear();
         head(&mut conn.out);
-        let (answer, body_sent) = conn.exchange(body, sending, head_request).await?;
-        let reusable = body_sent && answer.persists() && answer.status != 101;
-        conn.respond(answer, reusable, Arc::clone(self))
+        let (answer, sent) = conn.exchange(body, sending, head_request).await?;
+        let reusable = matches!(sent, Sent::Whole) && answer.persists() && answer.status != 101;
+        let writing = match sent {
+            Sent::Going(task) => Some(task),
+            Sent::Whole | Sent::Failed => None,
+        };
+        conn.respond(answer, reusable, writing, Arc::clone(self))
     }
 }
 
@@ -256,6 +268,17 @@ impl Failure {
             stale: false,
         }
     }
+}
+
+/// What became of the request when its answer's head came.
+#[derive(Debug)]
+enum Sent {
+    /// Sent whole.
+    Whole,
+    /// Its write failed.
+    Failed,
+    /// Its body is still being written, by this task.
+    Going(tokio::task::AbortHandle),
 }
 
 /// Why a request body could not be sent.
@@ -284,38 +307,39 @@ impl Conn {
         }
     }
 
-    /// Writes the head in `out` and `body` while reading the answer's
-    /// head; also whether the body was sent whole.
+    /// Writes the head in `out`, then `body` while reading the answer's
+    /// head. Also says whether the body was sent whole, or, when the
+    /// answer came first, hands back the body's write, still going in a
+    /// task of its own (an upstream may answer first and read the body
+    /// after, an echo), to be stopped when the answer's body is done.
     async fn exchange(
         &mut self,
         body: Option<RequestBody>,
         sending: Sending,
         head_request: bool,
-    ) -> Result<(http1::ResponseHead, bool), Failure> {
+    ) -> Result<(http1::ResponseHead, Sent), Failure> {
         let Conn {
             stream,
             buf,
             out,
             fields,
         } = self;
-        let stream: &TcpStream = stream;
         let mut got_bytes = false;
-        let (head, writing, write_failed) = {
-            let mut write = pin!(async {
-                write_all(stream, out).await.map_err(Unsent::Io)?;
-                match body {
-                    Some(body) => send_body(stream, body, sending).await,
-                    None => Ok(()),
-                }
-            });
+        let mut write_failed = write_all(stream, out).await.err();
+        let mut write = match (body, &write_failed) {
+            (Some(body), None) => Some(Box::pin(send_body(Arc::clone(stream), body, sending))),
+            _ => None,
+        };
+        let head = {
             let mut read = pin!(read_head(stream, buf, fields, head_request, &mut got_bytes));
-            let mut writing = true;
-            let mut write_failed = None;
-            let head = loop {
+            loop {
+                let Some(writing) = write.as_mut() else {
+                    break read.await;
+                };
                 tokio::select! {
                     biased;
-                    sent = &mut write, if writing => {
-                        writing = false;
+                    sent = writing => {
+                        write = None;
                         match sent {
                             Ok(()) => {}
                             Err(Unsent::Body(err)) => return Err(Failure::new(err)),
@@ -326,12 +350,15 @@ impl Conn {
                     }
                     head = &mut read => break head,
                 }
-            };
-            (head, writing, write_failed)
+            }
         };
-        let body_sent = !writing && write_failed.is_none();
+        let sent = match (write, &write_failed) {
+            (Some(writing), _) => Sent::Going(tokio::spawn(writing).abort_handle()),
+            (None, None) => Sent::Whole,
+            (None, Some(_)) => Sent::Failed,
+        };
         match head {
-            Ok(head) => Ok((head, body_sent)),
+            Ok(head) => Ok((head, sent)),
             Err(err) => {
                 let err = write_failed.map_or(err, Failure::new);
                 let stale = !got_bytes && super::error::stale_connection(&*err.error);
@@ -347,6 +374,7 @@ impl Conn {
         mut self: Box<Self>,
         head: http1::ResponseHead,
         reusable: bool,
+        writing: Option<tokio::task::AbortHandle>,
         pool: Arc<Pool>,
     ) -> Result<Response<NativeBody>, Failure> {
         let bytes = self.buf.split_to(head.len).freeze();
@@ -377,6 +405,7 @@ impl Conn {
             conn: Some(self),
             pool: reusable.then_some(pool),
             framing,
+            writing: writing.map(Writing),
         };
         if matches!(body.framing, Framing::Done) {
             body.finish();
@@ -425,9 +454,19 @@ async fn read_head(
     }
 }
 
-/// Writes the client's `body` to `stream`, framed as `sending` says.
-async fn send_body(stream: &TcpStream, body: RequestBody, sending: Sending) -> Result<(), Unsent> {
+/// Writes the client's `body` to `stream`, framed as `sending` says. A
+/// body that is not the length the head announced fails: the upstream
+/// would read the difference as the start of a next request.
+async fn send_body(
+    stream: Arc<TcpStream>,
+    body: RequestBody,
+    sending: Sending,
+) -> Result<(), Unsent> {
     let mut body = pin!(body);
+    let mut left = match sending {
+        Sending::Length(n) => Some(n),
+        Sending::None | Sending::Chunked => None,
+    };
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(Unsent::Body)?;
         // Trailers are not passed on.
@@ -437,19 +476,28 @@ async fn send_body(stream: &TcpStream, body: RequestBody, sending: Sending) -> R
         if data.is_empty() {
             continue;
         }
+        if let Some(left) = &mut left {
+            *left = left
+                .checked_sub(data.len() as u64)
+                .ok_or_else(|| Unsent::Body("request body longer than its length".into()))?;
+        }
         if sending == Sending::Chunked {
             let size = format!("{:x}\r\n", data.len());
-            write_all(stream, size.as_bytes())
+            write_all(&stream, size.as_bytes())
                 .await
                 .map_err(Unsent::Io)?;
         }
-        write_all(stream, &data).await.map_err(Unsent::Io)?;
+        write_all(&stream, &data).await.map_err(Unsent::Io)?;
         if sending == Sending::Chunked {
-            write_all(stream, b"\r\n").await.map_err(Unsent::Io)?;
+            write_all(&stream, b"\r\n").await.map_err(Unsent::Io)?;
         }
     }
+    match left {
+        Some(0) | None => {}
+        Some(_) => return Err(Unsent::Body("request body shorter than its length".into())),
+    }
     if sending == Sending::Chunked {
-        write_all(stream, b"0\r\n\r\n").await.map_err(Unsent::Io)?;
+        write_all(&stream, b"0\r\n\r\n").await.map_err(Unsent::Io)?;
     }
     Ok(())
 }
@@ -471,6 +519,19 @@ pub struct NativeBody {
     /// Where the connection goes after the body, when it may be reused.
     pool: Option<Arc<Pool>>,
     framing: Framing,
+    /// The request body's write, when the answer came before its end:
+    /// stopped when this body ends or is dropped.
+    writing: Option<Writing>,
+}
+
+/// A task that is stopped when this is dropped.
+#[derive(Debug)]
+struct Writing(tokio::task::AbortHandle);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl NativeBody {
@@ -478,6 +539,7 @@ impl NativeBody {
     /// may and nothing was read past the end, else it is closed.
     fn finish(&mut self) {
         self.framing = Framing::Done;
+        self.writing = None;
         if let (Some(conn), Some(pool)) = (self.conn.take(), self.pool.take()) {
             if conn.buf.is_empty() {
                 pool.checkin(conn);
@@ -581,14 +643,9 @@ impl Body for NativeBody {
 
 /// Writes the request head for `parts` (origin-form target, the fields
 /// as the rewrite left them) into `out`, with the framing `sending` needs:
-/// `len` (the body's known length) as `Content-Length` when the fields
-/// have none, or `Transfer-Encoding: chunked`.
-pub(super) fn write_head(
-    out: &mut Vec<u8>,
-    parts: &http::request::Parts,
-    sending: Sending,
-    len: Option<u64>,
-) {
+/// the body's length as `Content-Length` when the fields have none, or
+/// `Transfer-Encoding: chunked`.
+pub(super) fn write_head(out: &mut Vec<u8>, parts: &http::request::Parts, sending: Sending) {
     out.extend_from_slice(parts.method.as_str().as_bytes());
     out.push(b' ');
     let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
@@ -604,11 +661,11 @@ pub(super) fn write_head(
         out.extend_from_slice(b"\r\n");
     }
     match sending {
-        Sending::Length if !parts.headers.contains_key(CONTENT_LENGTH) => {
-            let _ = write!(out, "content-length: {}\r\n", len.unwrap_or(0));
+        Sending::Length(n) if !parts.headers.contains_key(CONTENT_LENGTH) => {
+            let _ = write!(out, "content-length: {n}\r\n");
         }
         Sending::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        Sending::Length | Sending::None => {}
+        Sending::Length(_) | Sending::None => {}
     }
     out.extend_from_slice(b"\r\n");
 }

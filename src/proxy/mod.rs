@@ -271,7 +271,7 @@ impl Upstream {
         let len = body.size_hint().exact();
         let sending = match (has_body, len) {
             (false, _) => Sending::None,
-            (true, Some(_)) => Sending::Length,
+            (true, Some(n)) => Sending::Length(n),
             // A chunked body of a method that has no use for one goes
             // nowhere, as with hyper's client (a length is passed).
             (true, None)
@@ -282,7 +282,7 @@ impl Upstream {
             (true, None) => Sending::Chunked,
         };
         let head_request = parts.method == Method::HEAD;
-        let head = |out: &mut Vec<u8>| conn::write_head(out, &parts, sending, len);
+        let head = |out: &mut Vec<u8>| conn::write_head(out, &parts, sending);
         let body = (sending != Sending::None).then_some(body);
         let result = match pool.send(false, head, body, sending, head_request).await {
             Err(failure) if retry && failure.stale => {

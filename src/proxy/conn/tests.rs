@@ -218,7 +218,7 @@ async fn an_answer_before_the_whole_body_is_read_and_not_kept() {
     let head = |out: &mut Vec<u8>| {
         out.extend_from_slice(b"POST /up HTTP/1.1\r\nhost: up\r\ncontent-length: 1000\r\n\r\n");
     };
-    let sending = pool.send(false, head, Some(body), Sending::Length, false);
+    let sending = pool.send(false, head, Some(body), Sending::Length(1000), false);
     let res = tokio::time::timeout(Duration::from_secs(10), sending)
         .await
         .expect("answered before the body ended")
@@ -256,7 +256,7 @@ async fn a_body_of_unknown_length_is_sent_chunked() {
             .expect("request");
         req.into_parts().0
     };
-    let head = |out: &mut Vec<u8>| write_head(out, &parts, Sending::Chunked, None);
+    let head = |out: &mut Vec<u8>| write_head(out, &parts, Sending::Chunked);
     let feeding = async move {
         let mut feed = feed;
         assert!(feed.wanted().await);
@@ -340,25 +340,94 @@ fn the_head_says_how_the_body_is_framed() {
         }
         req.body(()).expect("request").into_parts().0
     };
-    let written = |parts: &http::request::Parts, sending, len| {
+    let written = |parts: &http::request::Parts, sending| {
         let mut out = Vec::new();
-        write_head(&mut out, parts, sending, len);
+        write_head(&mut out, parts, sending);
         String::from_utf8(out).expect("ascii")
     };
     assert_eq!(
-        written(&parts(Some("3")), Sending::Length, Some(3)),
+        written(&parts(Some("3")), Sending::Length(3)),
         "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 3\r\n\r\n"
     );
     assert_eq!(
-        written(&parts(None), Sending::Length, Some(7)),
+        written(&parts(None), Sending::Length(7)),
         "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 7\r\n\r\n"
     );
     assert_eq!(
-        written(&parts(Some("3")), Sending::Chunked, None),
+        written(&parts(Some("3")), Sending::Chunked),
         "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ntransfer-encoding: chunked\r\n\r\n"
     );
     assert_eq!(
-        written(&parts(Some("0")), Sending::None, None),
+        written(&parts(Some("0")), Sending::None),
         "PUT /p?q=1 HTTP/1.1\r\nhost: up\r\ncontent-length: 0\r\n\r\n"
     );
+}
+
+/// An upstream that answers first and reads the body after (an echo)
+/// gets the whole body: its write goes on after the answer's head.
+#[tokio::test]
+async fn the_body_goes_on_after_an_early_answer() {
+    let (listener, pool) = upstream(4).await;
+    tokio::spawn(async move {
+        let mut s = answer(
+            &listener,
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+        )
+        .await;
+        let mut body = [0u8; 10];
+        s.read_exact(&mut body).await.expect("the body");
+        s.write_all(b"a\r\n").await.expect("echo");
+        s.write_all(&body).await.expect("echo");
+        s.write_all(b"\r\n0\r\n\r\n").await.expect("echo");
+    });
+    let (feed, body) = FedBody::channel(Some(10));
+    let body = RequestBody::new(body, Some(Arc::new(BodyState::new())), None);
+    let head = |out: &mut Vec<u8>| {
+        out.extend_from_slice(b"POST /echo HTTP/1.1\r\nhost: up\r\ncontent-length: 10\r\n\r\n");
+    };
+    let res = pool
+        .send(false, head, Some(body), Sending::Length(10), false)
+        .await
+        .expect("answer");
+    // The answer came before any of the body was given.
+    let mut feed = feed;
+    assert!(feed.wanted().await);
+    assert!(feed.send(Bytes::from_static(b"01234")).await);
+    assert!(feed.send(Bytes::from_static(b"56789")).await);
+    let echoed = tokio::time::timeout(Duration::from_secs(10), body_of(res))
+        .await
+        .expect("echoed in time")
+        .expect("body");
+    assert_eq!(echoed, b"0123456789");
+    assert_eq!(pool.idle_count(), 0);
+}
+
+/// A body longer or shorter than the length its head announced fails
+/// instead of leaving the upstream to read the difference as a request.
+#[tokio::test]
+async fn a_body_not_of_its_length_fails() {
+    for (given, announced) in [(&b"12345"[..], 3), (b"12", 3)] {
+        let (listener, pool) = upstream(4).await;
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            read_head_of(&mut s).await;
+            // Holds the connection open without answering.
+            let mut rest = Vec::new();
+            let _ = s.read_to_end(&mut rest).await;
+        });
+        let body = http_body_util::Full::new(Bytes::from_static(given));
+        let body = RequestBody::new(body, Some(Arc::new(BodyState::new())), None);
+        let head = |out: &mut Vec<u8>| {
+            out.extend_from_slice(b"PUT /x HTTP/1.1\r\nhost: up\r\ncontent-length: 3\r\n\r\n");
+        };
+        let sending = pool.send(false, head, Some(body), Sending::Length(announced), false);
+        let failure = tokio::time::timeout(Duration::from_secs(10), sending)
+            .await
+            .expect("failed in time")
+            .expect_err("a body not of its length");
+        assert!(
+            failure.error.to_string().contains("its length"),
+            "{failure:?}"
+        );
+    }
 }
