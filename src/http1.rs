@@ -683,7 +683,8 @@ pub enum ResponseError {
 /// HEAD request, 1xx, 204 and 304; chunked when the last coding is
 /// `chunked`; to the close for any other coding or without a length;
 /// else the Content-Length (several equal values are one; different ones
-/// are refused).
+/// are refused). A Transfer-Encoding in an HTTP/1.0 answer is refused;
+/// beside a Content-Length it wins, and the connection closes after.
 pub fn parse_response(
     buf: &[u8],
     head_request: bool,
@@ -751,6 +752,18 @@ pub fn parse_response(
                 }
             }
             _ => {}
+        }
+    }
+    if last_coding_chunked.is_some() {
+        // RFC 9112 §6.1: an HTTP/1.0 message's framing is faulty with any
+        // Transfer-Encoding.
+        if version == Version::Http10 {
+            return Err(ResponseError::Malformed("Transfer-Encoding in HTTP/1.0"));
+        }
+        // §6.3: with a Content-Length too, the coding wins, and the
+        // connection is not trusted with another message.
+        if length.is_some() {
+            connection.close = true;
         }
     }
     let body = if head_request || status < 200 || status == 204 || status == 304 {

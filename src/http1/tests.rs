@@ -257,6 +257,25 @@ fn response_bodies_are_framed_as_rfc_9112_says() {
         Ok(UntilClose)
     );
     assert_eq!(framing("HTTP/1.1 200 OK\r\n\r\n", false), Ok(UntilClose));
+    // Both: the coding wins, and the connection is not used again.
+    let both = response(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        false,
+    );
+    assert_eq!(both.map(|h| (h.body, h.persists())), Ok((Chunked, false)));
+    assert!(response(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        false
+    )
+    .is_ok_and(|h| h.persists()));
+    // Any coding in HTTP/1.0 is faulty framing.
+    assert!(matches!(
+        framing(
+            "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+            false
+        ),
+        Err(ResponseError::Malformed(_))
+    ));
     assert_eq!(
         framing(
             "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",

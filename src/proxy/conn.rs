@@ -325,9 +325,18 @@ impl Conn {
             fields,
         } = self;
         let mut got_bytes = false;
+        let mut framer = Framer::new(sending);
+        let mut body = body;
+        if let Some(ready) = body.as_mut() {
+            match take_ready(ready, &mut framer, out).await {
+                Ok(true) => body = None,
+                Ok(false) => {}
+                Err(err) => return Err(Failure::new(err)),
+            }
+        }
         let mut write_failed = write_all(stream, out).await.err();
         let mut write = match (body, &write_failed) {
-            (Some(body), None) => Some(Box::pin(send_body(Arc::clone(stream), body, sending))),
+            (Some(body), None) => Some(Box::pin(send_body(Arc::clone(stream), body, framer))),
             _ => None,
         };
         let head = {
@@ -454,19 +463,97 @@ async fn read_head(
     }
 }
 
-/// Writes the client's `body` to `stream`, framed as `sending` says. A
-/// body that is not the length the head announced fails: the upstream
-/// would read the difference as the start of a next request.
+/// A request body's framing on its way upstream: the length it
+/// announced, held to, or chunks.
+#[derive(Clone, Copy, Debug)]
+struct Framer {
+    sending: Sending,
+    /// Bytes still to come, for a body of a length.
+    left: Option<u64>,
+}
+
+impl Framer {
+    fn new(sending: Sending) -> Self {
+        let left = match sending {
+            Sending::Length(n) => Some(n),
+            Sending::None | Sending::Chunked => None,
+        };
+        Self { sending, left }
+    }
+
+    /// Counts a piece of `len` bytes: a body longer than its announced
+    /// length fails (the upstream would read the rest as a request).
+    fn count(&mut self, len: usize) -> Result<(), BodyError> {
+        if let Some(left) = &mut self.left {
+            *left = left
+                .checked_sub(len as u64)
+                .ok_or("request body longer than its length")?;
+        }
+        Ok(())
+    }
+
+    /// What goes before a piece of `len` bytes, into `out`.
+    fn before(&self, len: usize, out: &mut Vec<u8>) {
+        if self.sending == Sending::Chunked {
+            let _ = write!(out, "{len:x}\r\n");
+        }
+    }
+
+    /// What goes after a piece.
+    fn after(&self) -> &'static [u8] {
+        match self.sending {
+            Sending::Chunked => b"\r\n",
+            Sending::Length(_) | Sending::None => b"",
+        }
+    }
+
+    /// What ends the body; a body shorter than its length fails.
+    fn end(&self) -> Result<&'static [u8], BodyError> {
+        match (self.sending, self.left) {
+            (_, Some(left)) if left > 0 => Err("request body shorter than its length".into()),
+            (Sending::Chunked, _) => Ok(b"0\r\n\r\n"),
+            _ => Ok(b""),
+        }
+    }
+}
+
+/// Adds to `out` (the head) what `body` has ready now, framed: sent in
+/// the head's write, and a body that already failed sends nothing at all.
+/// `Ok(true)` when the body ended with it.
+async fn take_ready(
+    body: &mut RequestBody,
+    framer: &mut Framer,
+    out: &mut Vec<u8>,
+) -> Result<bool, BodyError> {
+    let polled = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
+    match polled {
+        Poll::Pending => Ok(false),
+        Poll::Ready(None) => {
+            out.extend_from_slice(framer.end()?);
+            Ok(true)
+        }
+        Poll::Ready(Some(Err(err))) => Err(err),
+        Poll::Ready(Some(Ok(frame))) => {
+            if let Some(data) = frame.data_ref().filter(|d| !d.is_empty()) {
+                framer.count(data.len())?;
+                framer.before(data.len(), out);
+                out.extend_from_slice(data);
+                out.extend_from_slice(framer.after());
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// Writes the rest of the client's `body` to `stream`, framed by
+/// `framer`.
 async fn send_body(
     stream: Arc<TcpStream>,
     body: RequestBody,
-    sending: Sending,
+    mut framer: Framer,
 ) -> Result<(), Unsent> {
     let mut body = pin!(body);
-    let mut left = match sending {
-        Sending::Length(n) => Some(n),
-        Sending::None | Sending::Chunked => None,
-    };
+    let mut before = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(Unsent::Body)?;
         // Trailers are not passed on.
@@ -476,28 +563,21 @@ async fn send_body(
         if data.is_empty() {
             continue;
         }
-        if let Some(left) = &mut left {
-            *left = left
-                .checked_sub(data.len() as u64)
-                .ok_or_else(|| Unsent::Body("request body longer than its length".into()))?;
-        }
-        if sending == Sending::Chunked {
-            let size = format!("{:x}\r\n", data.len());
-            write_all(&stream, size.as_bytes())
-                .await
-                .map_err(Unsent::Io)?;
+        framer.count(data.len()).map_err(Unsent::Body)?;
+        before.clear();
+        framer.before(data.len(), &mut before);
+        if !before.is_empty() {
+            write_all(&stream, &before).await.map_err(Unsent::Io)?;
         }
         write_all(&stream, &data).await.map_err(Unsent::Io)?;
-        if sending == Sending::Chunked {
-            write_all(&stream, b"\r\n").await.map_err(Unsent::Io)?;
+        let after = framer.after();
+        if !after.is_empty() {
+            write_all(&stream, after).await.map_err(Unsent::Io)?;
         }
     }
-    match left {
-        Some(0) | None => {}
-        Some(_) => return Err(Unsent::Body("request body shorter than its length".into())),
-    }
-    if sending == Sending::Chunked {
-        write_all(&stream, b"0\r\n\r\n").await.map_err(Unsent::Io)?;
+    let end = framer.end().map_err(Unsent::Body)?;
+    if !end.is_empty() {
+        write_all(&stream, end).await.map_err(Unsent::Io)?;
     }
     Ok(())
 }
