@@ -677,6 +677,32 @@ pub enum ResponseError {
     ContentLength,
 }
 
+/// `n` in decimal, in `buf` (a `Content-Length`).
+pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// `n` in hexadecimal, in `buf` (a chunk's size).
+pub fn hexadecimal(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b"0123456789abcdef"[n % 16];
+        n /= 16;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
 /// Parses the response head at the start of `buf`, the answer to a
 /// request whose method was HEAD when `head_request`. `Ok(None)`: not
 /// complete yet. The body's framing follows RFC 9112 §6.3: none for a

@@ -564,3 +564,11 @@ proptest! {
         let _ = parse_response(&buf, false, MAX, 100, &mut fields);
     }
 }
+
+#[test]
+fn numbers_are_written_as_http_wants_them() {
+    assert_eq!(decimal(0, &mut [0; 20]), b"0");
+    assert_eq!(decimal(u64::MAX, &mut [0; 20]), b"18446744073709551615");
+    assert_eq!(hexadecimal(0, &mut [0; 16]), b"0");
+    assert_eq!(hexadecimal(0x1a2f, &mut [0; 16]), b"1a2f");
+}

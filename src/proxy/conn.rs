@@ -24,7 +24,7 @@
 //! readable without a system call, and dropped instead of used.
 
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io;
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{ready, Context, Poll, Waker};
@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use super::body::RequestBody;
 use super::client::PoolSettings;
 use super::error::BodyError;
+use super::head::field_line;
 use super::socket::{poll_read_some, read_some, write_all};
 use crate::http1::chunked::Chunked;
 use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
@@ -105,6 +106,13 @@ impl Failure {
             error: error.into(),
             connect: false,
             stale: false,
+        }
+    }
+
+    fn connecting(err: io::Error) -> Self {
+        Self {
+            connect: true,
+            ..Self::new(err)
         }
     }
 }
@@ -260,16 +268,6 @@ impl Pool {
     }
 }
 
-impl Failure {
-    fn connecting(err: io::Error) -> Self {
-        Self {
-            error: err.into(),
-            connect: true,
-            stale: false,
-        }
-    }
-}
-
 /// What became of the request when its answer's head came.
 #[derive(Debug)]
 enum Sent {
@@ -314,7 +312,7 @@ impl Conn {
     /// after, an echo), to be stopped when the answer's body is done.
     async fn exchange(
         &mut self,
-        body: Option<RequestBody>,
+        mut body: Option<RequestBody>,
         sending: Sending,
         head_request: bool,
     ) -> Result<(http1::ResponseHead, Sent), Failure> {
@@ -326,7 +324,6 @@ impl Conn {
         } = self;
         let mut got_bytes = false;
         let mut framer = Framer::new(sending);
-        let mut body = body;
         if let Some(ready) = body.as_mut() {
             match take_ready(ready, &mut framer, out).await {
                 Ok(true) => body = None,
@@ -452,14 +449,19 @@ async fn read_head(
                 Err(err) => return Err(Failure::new(err)),
             }
         }
-        if buf.capacity() - buf.len() < READ_BUF / 4 {
-            buf.reserve(READ_BUF);
-        }
+        make_room(buf);
         match read_some(stream, buf).await {
             Ok(0) => return Err(Failure::new(ClosedEarly)),
             Ok(_) => *got_bytes = true,
             Err(err) => return Err(Failure::new(err)),
         }
+    }
+}
+
+/// Makes room in `buf` for the next read of an answer.
+fn make_room(buf: &mut BytesMut) {
+    if buf.capacity() - buf.len() < READ_BUF / 4 {
+        buf.reserve(READ_BUF);
     }
 }
 
@@ -495,7 +497,8 @@ impl Framer {
     /// What goes before a piece of `len` bytes, into `out`.
     fn before(&self, len: usize, out: &mut Vec<u8>) {
         if self.sending == Sending::Chunked {
-            let _ = write!(out, "{len:x}\r\n");
+            out.extend_from_slice(http1::hexadecimal(len, &mut [0; 16]));
+            out.extend_from_slice(b"\r\n");
         }
     }
 
@@ -686,15 +689,11 @@ impl Body for NativeBody {
             if let Some(data) = this.take()? {
                 return Poll::Ready(Some(Ok(Frame::data(data))));
             }
+            // An ended body has given its connection up.
             let Some(conn) = this.conn.as_mut() else {
                 return Poll::Ready(None);
             };
-            if matches!(this.framing, Framing::Done) {
-                return Poll::Ready(None);
-            }
-            if conn.buf.capacity() - conn.buf.len() < READ_BUF / 4 {
-                conn.buf.reserve(READ_BUF);
-            }
+            make_room(&mut conn.buf);
             match ready!(poll_read_some(&conn.stream, cx, &mut conn.buf)) {
                 Ok(0) if matches!(this.framing, Framing::UntilClose) => {
                     this.framing = Framing::Done;
@@ -735,14 +734,11 @@ pub(super) fn write_head(out: &mut Vec<u8>, parts: &http::request::Parts, sendin
         if sending == Sending::Chunked && name == CONTENT_LENGTH {
             continue;
         }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        field_line(out, name.as_str().as_bytes(), value.as_bytes());
     }
     match sending {
         Sending::Length(n) if !parts.headers.contains_key(CONTENT_LENGTH) => {
-            let _ = write!(out, "content-length: {n}\r\n");
+            field_line(out, b"content-length", http1::decimal(n, &mut [0; 20]));
         }
         Sending::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         Sending::Length(_) | Sending::None => {}

@@ -51,6 +51,14 @@ pub struct HeadRewrite<'a> {
     pub upgrade: Option<&'a [u8]>,
 }
 
+/// Appends the field line `name: value`, CRLF included.
+pub fn field_line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Whether a `Connection` field of the head names the field `name` (a
 /// field the sender wants dropped at this hop). Host and Content-Length
 /// are never the sender's to drop.
@@ -161,27 +169,21 @@ pub fn write_request_head(
         }
         out.extend_from_slice(field.line.of(buf));
     }
-    let line = |out: &mut Vec<u8>, name: &[u8], value: &[u8]| {
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
-    };
     let class = match rw.client.class {
         UaClass::Bot => b"1",
         UaClass::Human => b"0",
     };
-    line(out, rw.class_header.as_str().as_bytes(), class);
+    field_line(out, rw.class_header.as_str().as_bytes(), class);
     if let Some(robot) = &rw.client.robot {
         if let Some(class) = &robot.class {
-            line(
+            field_line(
                 out,
                 rw.robot_class_header.as_str().as_bytes(),
                 class.as_bytes(),
             );
         }
         if let Some(identity) = robot.identity {
-            line(
+            field_line(
                 out,
                 rw.verified_header.as_str().as_bytes(),
                 identity.as_str().as_bytes(),
@@ -206,21 +208,21 @@ pub fn write_request_head(
         out.extend_from_slice(b"\r\n");
     }
     if !proto {
-        line(out, b"x-forwarded-proto", rw.client.scheme.as_bytes());
+        field_line(out, b"x-forwarded-proto", rw.client.scheme.as_bytes());
     }
     if !port {
-        line(out, b"x-forwarded-port", rw.port);
+        field_line(out, b"x-forwarded-port", rw.port);
     }
     if !forwarded_host {
         if let Some(host) = head.authority(buf, fields) {
-            line(out, b"x-forwarded-host", host);
+            field_line(out, b"x-forwarded-host", host);
         }
     }
     if head.body == BodyFraming::Chunked {
         out.extend_from_slice(b"transfer-encoding: chunked\r\n");
     }
     if let Some(protocol) = rw.upgrade {
-        line(out, b"upgrade", protocol);
+        field_line(out, b"upgrade", protocol);
         out.extend_from_slice(b"connection: upgrade\r\n");
     }
     out.extend_from_slice(b"\r\n");
@@ -298,17 +300,11 @@ pub fn write_response_head(
         hsts |= names(name, b"strict-transport-security", false);
         out.extend_from_slice(field.line.of(buf));
     }
-    let line = |out: &mut Vec<u8>, name: &[u8], value: &[u8]| {
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value);
-        out.extend_from_slice(b"\r\n");
-    };
     if !date {
-        line(out, b"date", rw.date);
+        field_line(out, b"date", rw.date);
     }
     if let (false, Some(value)) = (hsts, rw.hsts) {
-        line(out, b"strict-transport-security", value);
+        field_line(out, b"strict-transport-security", value);
     }
     match rw.framing {
         ClientFraming::Length(n) => {
@@ -320,7 +316,7 @@ pub fn write_response_head(
         ClientFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
     }
     if let Some(protocol) = rw.upgrade {
-        line(out, b"upgrade", protocol);
+        field_line(out, b"upgrade", protocol);
         out.extend_from_slice(b"connection: upgrade\r\n");
     } else if rw.close || rw.framing == ClientFraming::UntilClose {
         out.extend_from_slice(b"connection: close\r\n");

@@ -234,11 +234,11 @@ impl Upstream {
                 parts.headers.clone(),
             )
         });
-        let result = match self.client.request(Request::from_parts(parts, body)).await {
-            Err(err) if again.is_some() && stale_connection(&err) => {
-                let Some((method, uri, version, headers)) = again else {
-                    return Err((Box::new(err), false));
-                };
+        let result = match (
+            self.client.request(Request::from_parts(parts, body)).await,
+            again,
+        ) {
+            (Err(err), Some((method, uri, version, headers))) if stale_connection(&err) => {
                 tracing::debug!(error = %err, "retrying an idempotent request on a fresh connection");
                 let mut again = Request::new(RequestBody::empty());
                 *again.method_mut() = method;
@@ -247,7 +247,7 @@ impl Upstream {
                 *again.headers_mut() = headers;
                 self.client.request(again).await
             }
-            other => other,
+            (other, _) => other,
         };
         match result {
             Ok(res) => Ok(res.map(Answer::Hyper)),

@@ -51,7 +51,7 @@ use crate::tunnel::{OwnConnection, UpgradeSlot};
 mod response;
 mod socket;
 
-use response::{field, status_line, write_response, Written, DATE_NOW};
+use response::{field_line, status_line, write_response, Written, DATE_NOW};
 use socket::{linger, read_some, try_read, write_all, Prefixed};
 
 /// A read buffer's first size: a browser's head fits.
@@ -637,7 +637,7 @@ async fn refuse(
     out.clear();
     status_line(out, status);
     out.extend_from_slice(b"content-length: 0\r\nconnection: close\r\n");
-    DATE_NOW.with(|date| field(out, b"date", &date.now()));
+    DATE_NOW.with(|date| field_line(out, b"date", &date.now()));
     out.extend_from_slice(b"\r\n");
     let _ = write_all(stream, out).await;
 }

@@ -15,7 +15,8 @@ use tokio::net::TcpStream;
 
 use super::socket::write_all;
 use super::WRITE_BUF;
-use crate::http1::Version;
+use crate::http1::{decimal, hexadecimal, Version};
+pub(super) use crate::proxy::head::field_line;
 
 /// How a response left the connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -94,24 +95,20 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
         if name == CONNECTION && !switched {
             continue;
         }
-        field(out, name.as_str().as_bytes(), value.as_bytes());
+        field_line(out, name.as_str().as_bytes(), value.as_bytes());
     }
     if !headers.contains_key(DATE) {
-        DATE_NOW.with(|date| field(out, b"date", &date.now()));
+        DATE_NOW.with(|date| field_line(out, b"date", &date.now()));
     }
     match framing {
         Framing::Length(n) => {
-            out.extend_from_slice(b"content-length: ");
-            out.extend_from_slice(itoa(n, &mut [0; 20]));
-            out.extend_from_slice(b"\r\n");
+            field_line(out, b"content-length", decimal(n, &mut [0; 20]));
         }
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         // A HEAD answer says the length its GET would have, as known.
         Framing::None if is_head && declared.is_none() => {
             if let Some(n) = exact.filter(|&n| n > 0) {
-                out.extend_from_slice(b"content-length: ");
-                out.extend_from_slice(itoa(n, &mut [0; 20]));
-                out.extend_from_slice(b"\r\n");
+                field_line(out, b"content-length", decimal(n, &mut [0; 20]));
             }
         }
         Framing::None | Framing::UntilClose => {}
@@ -170,7 +167,7 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
                     }
                 }
                 if framing == Framing::Chunked {
-                    out.extend_from_slice(format_hex(data.len(), &mut [0; 16]));
+                    out.extend_from_slice(hexadecimal(data.len(), &mut [0; 16]));
                     out.extend_from_slice(b"\r\n");
                 }
                 if out.len() + data.len() <= WRITE_BUF {
@@ -246,40 +243,6 @@ pub(super) fn status_line(out: &mut Vec<u8>, status: StatusCode) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Appends the field line `name: value`.
-pub(super) fn field(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// `n` in decimal, in `buf`.
-fn itoa(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
-/// `n` in hexadecimal, in `buf`.
-fn format_hex(mut n: usize, buf: &mut [u8; 16]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b"0123456789abcdef"[n % 16];
-        n /= 16;
-        if n == 0 {
-            return &buf[i..];
-        }
-    }
-}
-
 /// `Date` for this second, formatted once a second per thread.
 pub(super) struct DateCache {
     second: std::cell::Cell<u64>,
@@ -310,17 +273,4 @@ thread_local! {
             text: std::cell::RefCell::new(*b"Thu, 01 Jan 1970 00:00:00 GMT"),
         }
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_are_written_as_http_wants_them() {
-        assert_eq!(itoa(0, &mut [0; 20]), b"0");
-        assert_eq!(itoa(u64::MAX, &mut [0; 20]), b"18446744073709551615");
-        assert_eq!(format_hex(0, &mut [0; 16]), b"0");
-        assert_eq!(format_hex(0x1a2f, &mut [0; 16]), b"1a2f");
-    }
 }
