@@ -18,15 +18,18 @@
 //!
 //! The pool is the worker's own: no other thread takes from it, so its
 //! lock is never contended. The newest idle connection is taken first;
-//! one idle for `proxy.pool_idle_timeout` is closed when the pool is next
-//! used, and at most `proxy.pool_max_idle` are kept. A pooled connection
-//! the upstream has closed (or sent bytes on, unasked) is seen as
-//! readable without a system call, and dropped instead of used.
+//! at most `proxy.pool_max_idle` are kept. A pooled connection the
+//! upstream has closed (or sent bytes on, unasked) is seen as readable
+//! without a system call, and dropped instead of used. While the pool
+//! holds any, a sweep every second (or every `proxy.pool_idle_timeout`
+//! when shorter) closes those idle that long and those the upstream
+//! closed, so that none waits in `CLOSE_WAIT` for the next request; it
+//! stops when the pool is empty.
 
 use std::collections::VecDeque;
-use std::io;
+use std::io::{self, IoSlice};
 use std::pin::{pin, Pin};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
@@ -42,7 +45,7 @@ use super::body::RequestBody;
 use super::client::PoolSettings;
 use super::error::BodyError;
 use super::head::field_line;
-use super::socket::{poll_read_some, read_some, write_all};
+use super::socket::{poll_read_some, read_some, write_all, write_all_vectored, ReadSize};
 use crate::http1::chunked::Chunked;
 use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
 
@@ -51,6 +54,8 @@ const MAX_HEAD: usize = 256 * 1024;
 const MAX_FIELDS: usize = 256;
 /// What one read of a response asks for, at least.
 const READ_BUF: usize = 16 * 1024;
+/// How often, at most, idle connections are looked over.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// The room for a request head a pooled connection keeps.
 const OUT_BUF: usize = 4096;
 
@@ -62,8 +67,15 @@ pub(super) struct Pool {
     port: u16,
     connect_timeout: Duration,
     settings: PoolSettings,
+    idle: Mutex<IdleList>,
+}
+
+#[derive(Debug, Default)]
+struct IdleList {
     /// Idle connections, the oldest first.
-    idle: Mutex<VecDeque<Idle>>,
+    conns: VecDeque<Idle>,
+    /// Whether a sweep is on its way.
+    sweeping: bool,
 }
 
 #[derive(Debug)]
@@ -151,7 +163,7 @@ impl Pool {
             port: authority.port_u16().unwrap_or(80),
             connect_timeout,
             settings,
-            idle: Mutex::new(VecDeque::new()),
+            idle: Mutex::default(),
         }
     }
 
@@ -162,27 +174,28 @@ impl Pool {
             port: self.port,
             connect_timeout: self.connect_timeout,
             settings: self.settings,
-            idle: Mutex::new(VecDeque::new()),
+            idle: Mutex::default(),
         }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, IdleList> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many connections wait in the pool.
     #[cfg(test)]
     fn idle_count(&self) -> usize {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.idle().conns.len()
     }
 
     /// The newest idle connection still open, if any.
     fn checkout(&self) -> Option<Box<Conn>> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = self.idle();
         let now = Instant::now();
-        while let Some(Idle { conn, since }) = idle.pop_back() {
+        while let Some(Idle { conn, since }) = idle.conns.pop_back() {
             if now.duration_since(since) >= self.settings.idle_timeout {
                 // The rest are older still.
-                idle.clear();
+                idle.conns.clear();
                 return None;
             }
             if conn.is_open() {
@@ -192,8 +205,9 @@ impl Pool {
         None
     }
 
-    /// Keeps `conn` for a next exchange, within the pool's bounds.
-    fn checkin(&self, mut conn: Box<Conn>) {
+    /// Keeps `conn` for a next exchange, within the pool's bounds, and
+    /// sees that a sweep will look at it.
+    fn checkin(self: &Arc<Self>, mut conn: Box<Conn>) {
         if self.settings.max_idle == 0 {
             return;
         }
@@ -203,18 +217,43 @@ impl Pool {
         if conn.out.capacity() > OUT_BUF {
             conn.out = Vec::with_capacity(OUT_BUF);
         }
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut idle = self.idle();
         let now = Instant::now();
         while idle
+            .conns
             .front()
             .is_some_and(|i| now.duration_since(i.since) >= self.settings.idle_timeout)
         {
-            idle.pop_front();
+            idle.conns.pop_front();
         }
-        if idle.len() >= self.settings.max_idle {
-            idle.pop_front();
+        if idle.conns.len() >= self.settings.max_idle {
+            idle.conns.pop_front();
         }
-        idle.push_back(Idle { conn, since: now });
+        if !idle.sweeping {
+            // Always within a worker's runtime; a connection that could
+            // not be swept is not kept.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            idle.sweeping = true;
+            let every = self.settings.idle_timeout.min(SWEEP_EVERY);
+            runtime.spawn(sweep(Arc::downgrade(self), every));
+        }
+        idle.conns.push_back(Idle { conn, since: now });
+    }
+
+    /// Closes the idle connections that have waited their time or that
+    /// the upstream closed; `false` once none is left.
+    fn sweep(&self) -> bool {
+        let mut idle = self.idle();
+        let now = Instant::now();
+        let timeout = self.settings.idle_timeout;
+        idle.conns
+            .retain(|i| now.duration_since(i.since) < timeout && i.conn.is_open());
+        if idle.conns.is_empty() {
+            idle.sweeping = false;
+        }
+        idle.sweeping
     }
 
     /// A new connection, within the connect timeout.
@@ -265,6 +304,18 @@ impl Pool {
             Sent::Whole | Sent::Failed => None,
         };
         conn.respond(answer, reusable, writing, Arc::clone(self))
+    }
+}
+
+/// Sweeps `pool`'s idle connections `every` so often while it has any
+/// (and it is still in use).
+async fn sweep(pool: Weak<Pool>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        match pool.upgrade() {
+            Some(pool) if pool.sweep() => {}
+            _ => return,
+        }
     }
 }
 
@@ -412,6 +463,7 @@ impl Conn {
             pool: reusable.then_some(pool),
             framing,
             writing: writing.map(Writing),
+            read_size: ReadSize::new(),
         };
         if matches!(body.framing, Framing::Done) {
             body.finish();
@@ -449,19 +501,14 @@ async fn read_head(
                 Err(err) => return Err(Failure::new(err)),
             }
         }
-        make_room(buf);
-        match read_some(stream, buf).await {
+        if buf.capacity() - buf.len() < READ_BUF / 4 {
+            buf.reserve(READ_BUF);
+        }
+        match read_some(stream, buf, usize::MAX).await {
             Ok(0) => return Err(Failure::new(ClosedEarly)),
             Ok(_) => *got_bytes = true,
             Err(err) => return Err(Failure::new(err)),
         }
-    }
-}
-
-/// Makes room in `buf` for the next read of an answer.
-fn make_room(buf: &mut BytesMut) {
-    if buf.capacity() - buf.len() < READ_BUF / 4 {
-        buf.reserve(READ_BUF);
     }
 }
 
@@ -569,14 +616,14 @@ async fn send_body(
         framer.count(data.len()).map_err(Unsent::Body)?;
         before.clear();
         framer.before(data.len(), &mut before);
-        if !before.is_empty() {
-            write_all(&stream, &before).await.map_err(Unsent::Io)?;
-        }
-        write_all(&stream, &data).await.map_err(Unsent::Io)?;
-        let after = framer.after();
-        if !after.is_empty() {
-            write_all(&stream, after).await.map_err(Unsent::Io)?;
-        }
+        let mut parts = [
+            IoSlice::new(&before),
+            IoSlice::new(&data),
+            IoSlice::new(framer.after()),
+        ];
+        write_all_vectored(&stream, &mut parts)
+            .await
+            .map_err(Unsent::Io)?;
     }
     let end = framer.end().map_err(Unsent::Body)?;
     if !end.is_empty() {
@@ -605,6 +652,8 @@ pub struct NativeBody {
     /// The request body's write, when the answer came before its end:
     /// stopped when this body ends or is dropped.
     writing: Option<Writing>,
+    /// What the next read asks for.
+    read_size: ReadSize,
 }
 
 /// A task that is stopped when this is dropped.
@@ -693,8 +742,12 @@ impl Body for NativeBody {
             let Some(conn) = this.conn.as_mut() else {
                 return Poll::Ready(None);
             };
-            make_room(&mut conn.buf);
-            match ready!(poll_read_some(&conn.stream, cx, &mut conn.buf)) {
+            let room = this.read_size.room(&mut conn.buf);
+            let read = ready!(poll_read_some(&conn.stream, cx, &mut conn.buf, room));
+            if let Ok(n) = read {
+                this.read_size.grow(n, room);
+            }
+            match read {
                 Ok(0) if matches!(this.framing, Framing::UntilClose) => {
                     this.framing = Framing::Done;
                     this.conn = None;

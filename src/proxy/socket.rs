@@ -4,19 +4,19 @@
 //! while the other writes without splitting the stream, and a read that
 //! empties the socket tells tokio so.
 
-use std::io;
+use std::io::{self, IoSlice};
 use std::task::{Context, Poll};
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-/// Reads what `stream` has into the spare room of `buf` (which must have
-/// some); `Ok(0)` at its end.
-pub async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
+/// Reads what `stream` has, at most `most` bytes, into the spare room of
+/// `buf` (which must have some); `Ok(0)` at its end.
+pub async fn read_some(stream: &TcpStream, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
     loop {
         stream.readable().await?;
-        match try_read(stream, buf) {
+        match try_read_most(stream, buf, most) {
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
             read => return read,
         }
@@ -30,10 +30,15 @@ pub async fn read_some(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usi
 /// already used up that would cost a read answered "would block" (one
 /// per request on a keep-alive connection).
 pub fn try_read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    let room = buf.capacity() - buf.len();
+    try_read_most(stream, buf, usize::MAX)
+}
+
+/// [`try_read`], of at most `most` bytes.
+fn try_read_most(stream: &TcpStream, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
+    let room = (buf.capacity() - buf.len()).min(most);
     let mut got = None;
     let read = stream.try_io(Interest::READABLE, || {
-        let n = stream.try_read_buf(buf)?;
+        let n = stream.try_read_buf(&mut (&mut *buf).limit(room))?;
         got = Some(n);
         if 0 < n && n < room {
             // Clears the readiness; the count is in `got`.
@@ -62,18 +67,80 @@ pub async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Polls for one read of what `stream` has into the spare room of `buf`
-/// (which must have some); `Ok(0)` at its end.
+/// Writes all of `parts`, one after another, to `stream`, in as few
+/// writes as the socket takes them.
+pub async fn write_all_vectored(
+    stream: &TcpStream,
+    mut parts: &mut [IoSlice<'_>],
+) -> io::Result<()> {
+    // Leading empty parts are skipped.
+    IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        stream.writable().await?;
+        match stream.try_write_vectored(parts) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Polls for one read of what `stream` has, at most `most` bytes, into
+/// the spare room of `buf` (which must have some); `Ok(0)` at its end.
 pub fn poll_read_some(
     stream: &TcpStream,
     cx: &mut Context<'_>,
     buf: &mut BytesMut,
+    most: usize,
 ) -> Poll<io::Result<usize>> {
     loop {
         std::task::ready!(stream.poll_read_ready(cx))?;
-        match try_read(stream, buf) {
+        match try_read_most(stream, buf, most) {
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
             read => return Poll::Ready(read),
         }
+    }
+}
+
+/// The size of a body's reads, for a body read off a socket: it starts
+/// at 16 KiB and doubles, up to 128 KiB, each time a read fills all the
+/// room it had (a large transfer: fewer reads, and pieces large enough
+/// to be written on without a copy).
+#[derive(Clone, Copy, Debug)]
+pub struct ReadSize(usize);
+
+impl ReadSize {
+    /// The first read's size.
+    pub const FIRST: usize = 16 * 1024;
+    /// The most one read takes.
+    pub const MAX: usize = 128 * 1024;
+
+    /// Reads of [`Self::FIRST`] bytes to start with.
+    pub fn new() -> Self {
+        Self(Self::FIRST)
+    }
+
+    /// Makes room in `buf` for the next read; returns the most it should
+    /// take.
+    pub fn room(self, buf: &mut BytesMut) -> usize {
+        if buf.capacity() - buf.len() < self.0 / 4 {
+            buf.reserve(self.0);
+        }
+        (buf.capacity() - buf.len()).min(self.0)
+    }
+
+    /// Notes a read of `read` bytes into `room`.
+    pub fn grow(&mut self, read: usize, room: usize) {
+        if read == room && self.0 < Self::MAX {
+            self.0 *= 2;
+        }
+    }
+}
+
+impl Default for ReadSize {
+    fn default() -> Self {
+        Self::new()
     }
 }

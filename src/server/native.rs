@@ -52,15 +52,13 @@ mod response;
 mod socket;
 
 use response::{field_line, status_line, write_response, Written, DATE_NOW};
-use socket::{linger, read_some, try_read, write_all, Prefixed};
+use socket::{linger, read_some, try_read, write_all, Prefixed, ReadSize};
 
 /// A read buffer's first size: a browser's head fits.
 const READ_BUF: usize = 8 * 1024;
 /// Most bytes of a request body nobody asked for that are read and
 /// dropped to keep the connection for its next request.
 const DISCARD_MAX: usize = 64 * 1024;
-/// Room read at once for a request body.
-const BODY_READ: usize = 16 * 1024;
 /// A response's data gathered before a write: a head and a small body
 /// leave in one write.
 const WRITE_BUF: usize = 16 * 1024;
@@ -262,7 +260,7 @@ async fn exchange(
                 .reserve(room.min(read_cap.saturating_sub(s.buf.len()).max(1024)));
         }
         tokio::select! {
-            read = read_some(stream, &mut s.buf) => match read {
+            read = read_some(stream, &mut s.buf, usize::MAX) => match read {
                 Ok(0) | Err(_) => return Next::Close,
                 Ok(_) => {}
             },
@@ -491,6 +489,7 @@ async fn feed_body(
     }
     // Bytes dropped unread so far.
     let mut dropped = 0usize;
+    let mut read_size = ReadSize::new();
     loop {
         // What is buffered first.
         while !buf.is_empty() {
@@ -524,8 +523,11 @@ async fn feed_body(
         if matches!(framing, Framed::Length(0)) {
             return true;
         }
-        buf.reserve(BODY_READ);
-        let read = read_some(stream, buf).await;
+        let room = read_size.room(buf);
+        let read = read_some(stream, buf, room).await;
+        if let Ok(n) = read {
+            read_size.grow(n, room);
+        }
         if let (Some(feed), Ok(0) | Err(_)) = (sink, &read) {
             let err: crate::proxy::BodyError = match read {
                 Err(err) => Box::new(err),

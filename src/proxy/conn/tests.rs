@@ -12,11 +12,15 @@ use super::*;
 use crate::proxy::body::{BodyState, FedBody, RequestBody};
 
 async fn upstream(max_idle: usize) -> (TcpListener, Arc<Pool>) {
+    upstream_idle(max_idle, Duration::from_secs(30)).await
+}
+
+async fn upstream_idle(max_idle: usize, idle_timeout: Duration) -> (TcpListener, Arc<Pool>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let authority: http::uri::Authority = addr.to_string().parse().expect("authority");
     let settings = PoolSettings {
-        idle_timeout: Duration::from_secs(30),
+        idle_timeout,
         max_idle,
     };
     let pool = Pool::new(&authority, Duration::from_secs(5), settings);
@@ -189,8 +193,8 @@ async fn a_pooled_connection_closed_since_is_not_taken() {
     let mut seen = false;
     for _ in 0..500 {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let idle = pool.idle.lock().expect("lock");
-        if idle.back().is_some_and(|i| !i.conn.is_open()) {
+        let idle = pool.idle();
+        if idle.conns.back().is_some_and(|i| !i.conn.is_open()) {
             seen = true;
             break;
         }
@@ -198,6 +202,96 @@ async fn a_pooled_connection_closed_since_is_not_taken() {
     assert!(seen, "the closed connection still looks open");
     assert!(pool.checkout().is_none());
     assert_eq!(pool.idle_count(), 0);
+}
+
+/// Idle connections are closed without the pool being used again: one
+/// the upstream closed at the next sweep, the others once idle for the
+/// pool's idle timeout (on tokio's paused clock); then the sweep stops.
+#[tokio::test]
+async fn idle_connections_are_swept() {
+    let idle_timeout = Duration::from_secs(10);
+    let (listener, pool) = upstream_idle(4, idle_timeout).await;
+    let (read_tx, read) = tokio::sync::oneshot::channel::<()>();
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    let server = tokio::spawn(async move {
+        let kept = answer(&listener, b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na").await;
+        let gone = answer(&listener, b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nb").await;
+        let _ = read.await;
+        // The upstream's own keep-alive timeout.
+        drop(gone);
+        let _ = closed_tx.send(());
+        kept
+    });
+    // Two exchanges at once, on two connections.
+    let first = pool
+        .send(false, get("/1"), None, Sending::None, false)
+        .await
+        .expect("first");
+    let second = pool
+        .send(false, get("/2"), None, Sending::None, false)
+        .await
+        .expect("second");
+    assert_eq!(body_of(first).await.expect("body"), b"a");
+    assert_eq!(body_of(second).await.expect("body"), b"b");
+    assert_eq!(pool.idle_count(), 2);
+    read_tx.send(()).expect("server");
+    closed.await.expect("closed");
+
+    tokio::time::pause();
+    let start = Instant::now();
+    while pool.idle_count() == 2 && start.elapsed() < idle_timeout / 2 {
+        tokio::time::sleep(SWEEP_EVERY).await;
+    }
+    assert_eq!(pool.idle_count(), 1, "the closed one is swept first");
+    tokio::time::sleep(idle_timeout).await;
+    assert_eq!(pool.idle_count(), 0, "idle for the timeout");
+    assert!(!pool.idle().sweeping);
+    let mut kept = server.await.expect("server");
+    let mut rest = Vec::new();
+    kept.read_to_end(&mut rest)
+        .await
+        .expect("closed by the sweep");
+    assert!(rest.is_empty());
+}
+
+/// A large body is read in pieces that grow past the first read's size
+/// (but not past [`ReadSize::MAX`]), and comes whole and in order.
+#[tokio::test]
+async fn a_large_body_is_read_in_growing_pieces() {
+    const LEN: usize = 4 << 20;
+    let (listener, pool) = upstream(4).await;
+    let pattern: Vec<u8> = (0..LEN).map(|i| (i % 251) as u8).collect();
+    let expected = pattern.clone();
+    let (buffered_tx, buffered) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let mut s = answer(
+            &listener,
+            format!("HTTP/1.1 200 OK\r\ncontent-length: {LEN}\r\n\r\n").as_bytes(),
+        )
+        .await;
+        // Enough waits in the socket for reads that fill their room.
+        s.write_all(&pattern[..96 << 10]).await.expect("first part");
+        let _ = buffered_tx.send(());
+        s.write_all(&pattern[96 << 10..]).await.expect("rest");
+        s
+    });
+    let res = pool
+        .send(false, get("/big"), None, Sending::None, false)
+        .await
+        .expect("answer");
+    buffered.await.expect("buffered");
+    let mut body = res.into_body();
+    let mut got = Vec::with_capacity(LEN);
+    let mut largest = 0;
+    while let Some(frame) = body.frame().await {
+        let data = frame.expect("frame").into_data().expect("data");
+        largest = largest.max(data.len());
+        got.extend_from_slice(&data);
+    }
+    assert!(got == expected, "the body differs");
+    assert!(largest > READ_BUF, "pieces stayed at {largest} bytes");
+    assert!(largest <= ReadSize::MAX, "a piece of {largest} bytes");
+    assert_eq!(pool.idle_count(), 1);
 }
 
 /// An answer that comes while the request body is still being sent is

@@ -11,7 +11,7 @@ use bytes::{Buf, Bytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-pub(super) use crate::proxy::socket::{read_some, try_read, write_all};
+pub(super) use crate::proxy::socket::{read_some, try_read, write_all, ReadSize};
 
 use super::{LINGER_BYTES, LINGER_TIME};
 
