@@ -98,6 +98,12 @@ fn systemd_state_dir() -> Option<PathBuf> {
     first.is_absolute().then(|| first.join("verify"))
 }
 
+/// Log lines waiting for stderr at most; past them, lines are lost. The
+/// queue's slots are made up front, 40 bytes each: tracing-appender's
+/// default of 128,000 lines held 4 MiB of every process's memory, a
+/// quarter of it at rest.
+const LOG_LINES_QUEUED: usize = 16 * 1024;
+
 /// Logs to stderr, filtered by `RUST_LOG`; an unusable `RUST_LOG` is
 /// warned about and replaced by `info`, never left to silence every line.
 /// Lines are written by a thread of their own: a stderr nobody reads (a
@@ -106,7 +112,9 @@ fn systemd_state_dir() -> Option<PathBuf> {
 fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
     let value = std::env::var("RUST_LOG").ok();
     let (filter, warning) = crate::logging::filter(value.as_deref());
-    let (writer, guard) = tracing_appender::non_blocking(io::stderr());
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .buffered_lines_limit(LOG_LINES_QUEUED)
+        .finish(io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(io::stderr().is_terminal())
