@@ -756,6 +756,11 @@ pub fn parse_response(
     }
     let reason = Span::within(buf, res.reason.unwrap_or_default().as_bytes());
     collect_fields(buf, len, res.headers, fields);
+    // RFC 9112 §6.3: these end at their head, whatever their framing
+    // fields say; faulty ones are then not refused (as hyper's client
+    // does not), but the connection is not trusted with another message.
+    let lengthless = status < 200 || status == 204 || status == 304;
+    let mut faulty = None;
     let mut connection = ConnectionOptions::default();
     let mut length: Option<u64> = None;
     let mut last_coding_chunked = None;
@@ -769,12 +774,11 @@ pub fn parse_response(
             }
             Known::ContentLength => {
                 for part in value.split(|&b| b == b',') {
-                    let n =
-                        content_length(part.trim_ascii()).ok_or(ResponseError::ContentLength)?;
-                    if length.is_some_and(|l| l != n) {
-                        return Err(ResponseError::ContentLength);
+                    match content_length(part.trim_ascii()) {
+                        Some(n) if length.is_none_or(|l| l == n) => length = Some(n),
+                        // Not a length, or two that differ.
+                        _ => faulty = Some(ResponseError::ContentLength),
                     }
-                    length = Some(n);
                 }
             }
             _ => {}
@@ -784,15 +788,26 @@ pub fn parse_response(
         // RFC 9112 §6.1: an HTTP/1.0 message's framing is faulty with any
         // Transfer-Encoding.
         if version == Version::Http10 {
-            return Err(ResponseError::Malformed("Transfer-Encoding in HTTP/1.0"));
+            faulty = Some(ResponseError::Malformed("Transfer-Encoding in HTTP/1.0"));
         }
         // §6.3: with a Content-Length too, the coding wins, and the
         // connection is not trusted with another message.
-        if length.is_some() {
+        // A 304 may say the coding its GET would have (§6.1).
+        if length.is_some() || (lengthless && status != 304) {
             connection.close = true;
         }
     }
-    let body = if head_request || status < 200 || status == 204 || status == 304 {
+    if let Some(faulty) = faulty {
+        if !lengthless {
+            return Err(faulty);
+        }
+        connection.close = true;
+    }
+    // A 204 announcing a body may well send one.
+    if status == 204 && length.is_some_and(|n| n > 0) {
+        connection.close = true;
+    }
+    let body = if head_request || lengthless {
         BodyFraming::Empty
     } else {
         match (last_coding_chunked, length) {

@@ -294,6 +294,30 @@ fn response_bodies_are_framed_as_rfc_9112_says() {
         framing("HTTP/1.1 101 Switching Protocols\r\n\r\n", false),
         Ok(Empty)
     );
+    // Those end at their head, whatever their framing fields say: faulty
+    // ones are not refused, but the connection is not used again, nor
+    // after a 204 that announces a body.
+    let kept = |raw: &str| response(raw, false).map(|h| (h.body, h.persists()));
+    for faulty in [
+        "HTTP/1.1 204 No Content\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 1x\r\n\r\n",
+        "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+    ] {
+        assert_eq!(kept(faulty), Ok((Empty, false)), "{faulty:?}");
+    }
+    for sound in [
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 300\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+    ] {
+        assert_eq!(kept(sound), Ok((Empty, true)), "{sound:?}");
+    }
+    // A HEAD's answer is held to its framing fields as a GET's would be.
+    assert_eq!(
+        framing("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", true),
+        Err(ResponseError::ContentLength)
+    );
     assert_eq!(
         framing("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
         Ok(Empty)

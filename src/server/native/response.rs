@@ -62,10 +62,13 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
     let status = parts.status;
     let headers = &parts.headers;
     let switched = status == StatusCode::SWITCHING_PROTOCOLS;
-    let bodiless = is_head
-        || status.is_informational()
+    // Neither a body nor a length (RFC 9110 §8.6: a 204 has none, a
+    // 304's is its representation's, which hyper's layer does not pass
+    // on either; the differential test holds the two alike).
+    let lengthless = status.is_informational()
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED;
+    let bodiless = is_head || lengthless;
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
@@ -89,7 +92,9 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
     out.clear();
     status_line(out, status);
     for (name, value) in headers {
-        if name == TRANSFER_ENCODING || (name == CONTENT_LENGTH && framing != Framing::None) {
+        if name == TRANSFER_ENCODING
+            || (name == CONTENT_LENGTH && (framing != Framing::None || lengthless))
+        {
             continue;
         }
         if name == CONNECTION && !switched {
@@ -106,7 +111,7 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
         }
         Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         // A HEAD answer says the length its GET would have, as known.
-        Framing::None if is_head && declared.is_none() => {
+        Framing::None if is_head && !lengthless && declared.is_none() => {
             if let Some(n) = exact.filter(|&n| n > 0) {
                 field_line(out, b"content-length", decimal(n, &mut [0; 20]));
             }
