@@ -36,7 +36,7 @@ use crate::route::Route;
 use crate::shed::{Change, Pressure, Reading, ShedPolicy};
 use crate::sitemap::{self, serve::Sitemaps};
 use crate::state::{Snapshot, Worker};
-use crate::tunnel::{OwnConnection, Tunnel, UpgradeSlot};
+use crate::tunnel::{OwnConnection, Tunnel, UpgradeSlot, UpstreamHalf};
 use crate::validators;
 use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
@@ -386,7 +386,7 @@ where
                 if let Some((_, slot, client)) = upgrade {
                     let tunnel = Tunnel {
                         client,
-                        upstream: hyper::upgrade::on(&mut res),
+                        upstream: UpstreamHalf::of(&mut res),
                         idle_timeout: shared.conn.websocket_idle_timeout,
                         peer: conn.peer,
                     };

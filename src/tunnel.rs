@@ -26,6 +26,8 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::clock::Progress;
+use crate::proxy::socket::Prefixed;
+use crate::proxy::Switched;
 
 /// How long the two halves may take to be handed over after the 101.
 const HANDOVER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,11 +53,33 @@ pub struct Tunnel {
     /// ([`OwnConnection`]), which hands it to [`Tunnel::run_on`].
     pub client: Option<OnUpgrade>,
     /// The upstream's connection, handed over once its 101 is read.
-    pub upstream: OnUpgrade,
+    pub upstream: UpstreamHalf,
     /// Close after this long without a byte either way.
     pub idle_timeout: Duration,
     /// The client, for logs.
     pub peer: SocketAddr,
+}
+
+/// The upstream's half of a tunnel: hyper's client hands its connection
+/// over once it has let go of it; crawlgate's own has it ready.
+#[derive(Debug)]
+pub enum UpstreamHalf {
+    /// hyper's client's connection, to come.
+    Hyper(OnUpgrade),
+    /// crawlgate's own connection (`proxy.http1 = "native"`), with what
+    /// the upstream sent past its `101`.
+    Own(Prefixed),
+}
+
+impl UpstreamHalf {
+    /// The upstream half of the `101` answer `res`: crawlgate's own
+    /// connection when its layer read the answer, else hyper's upgrade.
+    pub fn of<B>(res: &mut http::Response<B>) -> Self {
+        match res.extensions().get::<Switched>().and_then(Switched::take) {
+            Some(own) => Self::Own(own),
+            None => Self::Hyper(hyper::upgrade::on(res)),
+        }
+    }
 }
 
 impl Tunnel {
@@ -67,20 +91,39 @@ impl Tunnel {
             tracing::debug!(peer = %self.peer, "upgrade failed: no client connection to splice");
             return;
         };
-        let halves = tokio::time::timeout(HANDOVER_TIMEOUT, async {
-            tokio::try_join!(client, self.upstream)
-        });
-        let Some((client, upstream)) = handed_over(halves.await, self.peer) else {
-            return;
-        };
-        splice(
-            TokioIo::new(client),
-            TokioIo::new(upstream),
-            self.idle_timeout,
-            self.peer,
-            close,
-        )
-        .await;
+        match self.upstream {
+            UpstreamHalf::Hyper(upstream) => {
+                let halves = tokio::time::timeout(HANDOVER_TIMEOUT, async {
+                    tokio::try_join!(client, upstream)
+                });
+                let Some((client, upstream)) = handed_over(halves.await, self.peer) else {
+                    return;
+                };
+                let upstream = TokioIo::new(upstream);
+                splice(
+                    TokioIo::new(client),
+                    upstream,
+                    self.idle_timeout,
+                    self.peer,
+                    close,
+                )
+                .await;
+            }
+            UpstreamHalf::Own(upstream) => {
+                let handover = tokio::time::timeout(HANDOVER_TIMEOUT, client).await;
+                let Some(client) = handed_over(handover, self.peer) else {
+                    return;
+                };
+                splice(
+                    TokioIo::new(client),
+                    upstream,
+                    self.idle_timeout,
+                    self.peer,
+                    close,
+                )
+                .await;
+            }
+        }
     }
 
     /// [`Tunnel::run`] with `client`, the client's connection (and any
@@ -90,18 +133,19 @@ impl Tunnel {
     where
         I: AsyncRead + AsyncWrite + Unpin,
     {
-        let handover = tokio::time::timeout(HANDOVER_TIMEOUT, self.upstream).await;
-        let Some(upstream) = handed_over(handover, self.peer) else {
-            return;
-        };
-        splice(
-            client,
-            TokioIo::new(upstream),
-            self.idle_timeout,
-            self.peer,
-            close,
-        )
-        .await;
+        match self.upstream {
+            UpstreamHalf::Hyper(upstream) => {
+                let handover = tokio::time::timeout(HANDOVER_TIMEOUT, upstream).await;
+                let Some(upstream) = handed_over(handover, self.peer) else {
+                    return;
+                };
+                let upstream = TokioIo::new(upstream);
+                splice(client, upstream, self.idle_timeout, self.peer, close).await;
+            }
+            UpstreamHalf::Own(upstream) => {
+                splice(client, upstream, self.idle_timeout, self.peer, close).await;
+            }
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use http::HeaderMap;
 use support::here::Here;
 use support::tls::{self as t, Ca};
 use support::{get, Proxy, Upstream, FIREFOX};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -367,4 +367,81 @@ async fn a_shutdown_closes_open_tunnels_after_the_grace_period() {
         took >= Duration::from_millis(400) && took < Duration::from_millis(500),
         "{took:?}"
     );
+}
+
+/// An upstream that answers an upgrade with its `101` and its first bytes
+/// in one write, then echoes: those bytes reach the client first, and the
+/// tunnel carries both ways, on both HTTP/1.1 layers (with `native`, the
+/// upstream's connection is crawlgate's own, handed to the tunnel with
+/// what was read past the `101`).
+#[tokio::test]
+async fn bytes_sent_with_the_101_reach_the_client_on_both_layers() {
+    for layer in ["hyper", "native"] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                head.push(s.read_u8().await.expect("request head"));
+            }
+            s.write_all(
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
+            )
+            .await
+            .expect("101");
+            let mut buf = [0u8; 256];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        if s.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let overrides = Overrides {
+            upstream: Some(format!("http://{addr}")),
+            http1: Some(layer.to_owned()),
+            ..Overrides::default()
+        };
+        let proxy = Proxy::start_with("", overrides).await;
+        let mut client = TcpStream::connect(proxy.addr).await.expect("connect");
+        let request = format!(
+            "GET /chat HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {FIREFOX}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        );
+        client.write_all(request.as_bytes()).await.expect("request");
+        let mut got = Vec::new();
+        let read_until = |wanted: &'static [u8]| {
+            move |got: &Vec<u8>| got.windows(wanted.len()).any(|w| w == wanted)
+        };
+        let first = read_until(b"\r\n\r\nfirst");
+        tokio::time::timeout(Duration::from_secs(5), async {
+            let mut buf = [0u8; 1024];
+            while !first(&got) {
+                let n = client.read(&mut buf).await.expect("read");
+                assert!(
+                    n > 0,
+                    "{layer}: closed after {:?}",
+                    String::from_utf8_lossy(&got)
+                );
+                got.extend_from_slice(&buf[..n]);
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{layer}: {:?}", String::from_utf8_lossy(&got)));
+        assert!(got.starts_with(b"HTTP/1.1 101 "), "{layer}: {got:?}");
+        assert!(got.ends_with(b"\r\n\r\nfirst"), "{layer}: {got:?}");
+        client.write_all(b"ping").await.expect("ping");
+        let mut echoed = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut echoed))
+            .await
+            .expect("echo in time")
+            .expect("echo");
+        assert_eq!(&echoed, b"ping", "{layer}");
+        drop(client);
+        proxy.stop().await;
+    }
 }

@@ -45,7 +45,7 @@ use super::body::RequestBody;
 use super::client::PoolSettings;
 use super::error::BodyError;
 use super::head::field_line;
-use super::socket::{poll_read_some, read_some, write_all, write_all_vectored, ReadSize};
+use super::socket::{poll_read_some, read_some, write_all, write_all_vectored, Prefixed, ReadSize};
 use crate::http1::chunked::Chunked;
 use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
 
@@ -133,6 +133,19 @@ impl Failure {
 #[derive(Debug, thiserror::Error)]
 #[error("the upstream closed the connection before a complete response")]
 pub(super) struct ClosedEarly;
+
+/// The upstream's connection after it switched protocols (`101`), in
+/// the response's extensions, for the tunnel to take: with the bytes it
+/// sent past its answer's head.
+#[derive(Clone, Debug)]
+pub struct Switched(Arc<Mutex<Option<Prefixed>>>);
+
+impl Switched {
+    /// The connection, once.
+    pub fn take(&self) -> Option<Prefixed> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
 
 /// How a request body is framed upstream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -452,6 +465,9 @@ impl Conn {
                 .map_err(|_| invalid("field value"))?;
             headers.append(name, value);
         }
+        if head.status == 101 {
+            return (*self).switch(status, headers, writing);
+        }
         let framing = match head.body {
             BodyFraming::Empty => Framing::Done,
             BodyFraming::Length(n) => Framing::Length(n),
@@ -475,6 +491,43 @@ impl Conn {
             Version::Http11 => http::Version::HTTP_11,
         };
         *res.headers_mut() = headers;
+        Ok(res)
+    }
+}
+
+impl Conn {
+    /// The `101` answer: no body, and the connection goes with it to be
+    /// spliced (its upgrade was asked for: the caller checks).
+    fn switch(
+        mut self,
+        status: StatusCode,
+        headers: HeaderMap,
+        writing: Option<tokio::task::AbortHandle>,
+    ) -> Result<Response<NativeBody>, Failure> {
+        if let Some(writing) = writing {
+            writing.abort();
+        }
+        let prefix = self.buf.split().freeze();
+        // Shared only with a request body's write still going on.
+        let io = Arc::try_unwrap(self.stream).map_err(|_| {
+            Failure::new(ResponseError::Malformed(
+                "switched protocols while the request body was being sent",
+            ))
+        })?;
+        let mut res = Response::new(NativeBody {
+            conn: None,
+            pool: None,
+            framing: Framing::Done,
+            writing: None,
+            read_size: ReadSize::new(),
+        });
+        *res.status_mut() = status;
+        *res.headers_mut() = headers;
+        res.extensions_mut()
+            .insert(Switched(Arc::new(Mutex::new(Some(Prefixed {
+                prefix,
+                io,
+            })))));
         Ok(res)
     }
 }

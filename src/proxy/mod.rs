@@ -29,6 +29,7 @@ pub mod headers;
 pub mod socket;
 
 pub use client::UpstreamTlsError;
+pub use conn::Switched;
 pub use error::{BodyError, ProxyError};
 pub use headers::{ClientInfo, Robot};
 
@@ -57,8 +58,8 @@ use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_h
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
     /// The connections of crawlgate's own HTTP/1.1 layer, when
-    /// `proxy.http1 = "native"` and the upstream is `http://`; upgrades
-    /// (and an `https://` upstream) go through `client`.
+    /// `proxy.http1 = "native"` and the upstream is `http://`, upgrades
+    /// included; an `https://` upstream goes through `client`.
     native: Option<Arc<conn::Pool>>,
     /// The connector (with its TLS settings), for another pool.
     connector: Connector,
@@ -381,11 +382,9 @@ impl Upstream {
         // twice.
         let retry = !has_body && parts.method.is_idempotent();
         let request = async {
-            match (&self.native, &upgrade) {
-                // An upgrade stays with hyper's client, which hands over
-                // the connection a `101` switches.
-                (Some(pool), None) => self.send_native(pool, parts, body, retry).await,
-                _ => self.send_hyper(parts, body, retry).await,
+            match &self.native {
+                Some(pool) => self.send_native(pool, parts, body, retry).await,
+                None => self.send_hyper(parts, body, retry).await,
             }
         };
         let timeout = self.response_timeout;
@@ -414,8 +413,9 @@ impl Upstream {
             .flatten();
         strip_hop_by_hop(&mut parts.headers);
         if switched {
-            // The tunnel is spliced by the caller (hyper's upgrade in the
-            // response's extensions); the client is told what it switched to.
+            // The tunnel is spliced by the caller (hyper's upgrade, or
+            // crawlgate's own connection as `Switched`, in the response's
+            // extensions); the client is told what it switched to.
             let (Some(_), Some(protocol)) = (&upgrade, protocol) else {
                 return Err(ProxyError::UnaskedSwitch);
             };

@@ -2,13 +2,15 @@
 //! HTTP/1.1 layer on both sides of the proxy (the client's connection in
 //! `crate::server`, the upstream's in [`super::conn`]): one half can read
 //! while the other writes without splitting the stream, and a read that
-//! empties the socket tells tokio so.
+//! empties the socket tells tokio so. And a connection handed to a tunnel
+//! with the bytes read past its last head ([`Prefixed`]).
 
 use std::io::{self, IoSlice};
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::{BufMut, BytesMut};
-use tokio::io::Interest;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 /// Reads what `stream` has, at most `most` bytes, into the spare room of
@@ -142,5 +144,51 @@ impl ReadSize {
 impl Default for ReadSize {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// A connection handed to a tunnel after a switch of protocols: the
+/// bytes its peer sent past the last head (read already) come first,
+/// then the connection. The client's, from crawlgate's own server layer,
+/// and the upstream's, from [`super::conn`].
+#[derive(Debug)]
+pub struct Prefixed {
+    /// Read already, not yet passed on.
+    pub prefix: Bytes,
+    /// The connection.
+    pub io: TcpStream,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            buf.put_slice(&self.prefix[..n]);
+            self.prefix.advance(n);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }

@@ -294,6 +294,47 @@ async fn a_large_body_is_read_in_growing_pieces() {
     assert_eq!(pool.idle_count(), 1);
 }
 
+/// A `101` hands the connection over, with the bytes that came past its
+/// head, and it is not pooled.
+#[tokio::test]
+async fn a_switch_hands_the_connection_over() {
+    let (listener, pool) = upstream(4).await;
+    let server = tokio::spawn(async move {
+        let mut s = answer(
+            &listener,
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
+        )
+        .await;
+        let mut got = [0u8; 4];
+        s.read_exact(&mut got).await.expect("tunnelled bytes");
+        got
+    });
+    let head = |out: &mut Vec<u8>| {
+        out.extend_from_slice(
+            b"GET /chat HTTP/1.1\r\nhost: up\r\nconnection: upgrade\r\nupgrade: websocket\r\n\r\n",
+        );
+    };
+    let mut res = pool
+        .send(false, head, None, Sending::None, false)
+        .await
+        .expect("101");
+    assert_eq!(res.status(), 101);
+    assert_eq!(res.headers()["upgrade"], "websocket");
+    let switched = res
+        .extensions_mut()
+        .remove::<Switched>()
+        .expect("handed over");
+    let mut own = switched.take().expect("once");
+    assert!(switched.take().is_none());
+    let mut prefix = [0u8; 5];
+    own.read_exact(&mut prefix).await.expect("prefix");
+    assert_eq!(&prefix, b"first");
+    own.write_all(b"ping").await.expect("write");
+    assert_eq!(&server.await.expect("server"), b"ping");
+    assert_eq!(body_of(res).await.expect("no body"), b"");
+    assert_eq!(pool.idle_count(), 0);
+}
+
 /// An answer that comes while the request body is still being sent is
 /// read at once, and that connection is not kept.
 #[tokio::test]

@@ -3,15 +3,10 @@
 //! that a request body is read while the answer is written), the
 //! lingering close, and the connection handed to a tunnel.
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use bytes::{Buf, Bytes};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-pub(super) use crate::proxy::socket::{read_some, try_read, write_all, ReadSize};
+pub(super) use crate::proxy::socket::{read_some, try_read, write_all, Prefixed, ReadSize};
 
 use super::{LINGER_BYTES, LINGER_TIME};
 
@@ -37,45 +32,4 @@ pub(super) async fn linger(mut stream: TcpStream) {
         }
     };
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
-}
-
-/// The client's connection handed to a tunnel: the bytes it sent after
-/// its request (read already) first, then the connection.
-pub(super) struct Prefixed {
-    pub(super) prefix: Bytes,
-    pub(super) io: TcpStream,
-}
-
-impl AsyncRead for Prefixed {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let n = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..n]);
-            self.prefix.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Prefixed {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
 }
