@@ -19,8 +19,11 @@
 //! The pool is the worker's own: no other thread takes from it, so its
 //! lock is never contended. The newest idle connection is taken first;
 //! at most `proxy.pool_max_idle` are kept. A pooled connection the
-//! upstream has closed (or sent bytes on, unasked) is seen as readable
-//! without a system call, and dropped instead of used. While the pool
+//! upstream has closed (or sent bytes on, unasked) is dropped instead of
+//! used: seen from the readiness tokio holds, without a system call, once
+//! tokio's driver has seen those bytes; and after an answer that ended at
+//! its head though it announced a body (a `304` with a length), whose
+//! body a broken upstream might send late, from a look into the socket. While the pool
 //! holds any, a sweep every second (or every `proxy.pool_idle_timeout`
 //! when shorter) closes those idle that long and those the upstream
 //! closed, so that none waits in `CLOSE_WAIT` for the next request; it
@@ -28,6 +31,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{ready, Context, Poll, Waker};
@@ -54,8 +58,9 @@ const MAX_HEAD: usize = 256 * 1024;
 const MAX_FIELDS: usize = 256;
 /// What one read of a response asks for, at least.
 const READ_BUF: usize = 16 * 1024;
-/// How often, at most, idle connections are looked over.
+/// How often, at most and at least, idle connections are looked over.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+const SWEEP_FLOOR: Duration = Duration::from_millis(100);
 /// The room for a request head a pooled connection keeps.
 const OUT_BUF: usize = 4096;
 
@@ -97,6 +102,12 @@ struct Conn {
     out: Vec<u8>,
     /// The response head's fields.
     fields: Vec<Field>,
+    /// The last answer ended at its head though its fields announced a
+    /// body (a `304` or a HEAD's answer with a length, say): a broken
+    /// upstream may send that body after all, so before the connection
+    /// is used again its socket is read, not only its readiness looked
+    /// at.
+    wary: bool,
 }
 
 /// How an exchange failed.
@@ -249,7 +260,7 @@ impl Pool {
                 return;
             };
             idle.sweeping = true;
-            let every = self.settings.idle_timeout.min(SWEEP_EVERY);
+            let every = self.settings.idle_timeout.clamp(SWEEP_FLOOR, SWEEP_EVERY);
             runtime.spawn(sweep(Arc::downgrade(self), every));
         }
         idle.conns.push_back(Idle { conn, since: now });
@@ -288,6 +299,7 @@ impl Pool {
             buf: BytesMut::new(),
             out: Vec::with_capacity(OUT_BUF),
             fields: Vec::new(),
+            wary: false,
         }))
     }
 
@@ -354,11 +366,17 @@ enum Unsent {
 impl Conn {
     /// Whether the upstream has neither closed this idle connection nor
     /// sent anything on it. Known from the readiness tokio holds, without
-    /// a system call unless the socket is readable.
+    /// a system call unless the socket is readable or the connection is
+    /// [`Conn::wary`]: tokio learns of bytes only when its driver turns,
+    /// so bytes that came since are then looked for in the socket itself.
     fn is_open(&self) -> bool {
         let mut cx = Context::from_waker(Waker::noop());
         match self.stream.poll_read_ready(&mut cx) {
-            Poll::Pending => true,
+            Poll::Pending if !self.wary => true,
+            Poll::Pending => matches!(
+                socket2::SockRef::from(&*self.stream).peek(&mut [MaybeUninit::uninit(); 1]),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock
+            ),
             Poll::Ready(Err(_)) => false,
             // A readiness left over from the last read, or really bytes
             // (an end, an unasked answer): one read tells.
@@ -385,6 +403,7 @@ impl Conn {
             buf,
             out,
             fields,
+            ..
         } = self;
         let mut got_bytes = false;
         let mut framer = Framer::new(sending);
@@ -454,7 +473,15 @@ impl Conn {
         // A body framed otherwise has no length to pass on (RFC 9112
         // §6.3: Transfer-Encoding overrides Content-Length).
         let length_holds = matches!(head.body, BodyFraming::Length(_) | BodyFraming::Empty);
+        // Whether the fields announce a body the head's status (or the
+        // request's method) says there is not.
+        let mut announced = false;
         for field in &self.fields {
+            announced |= match field.known {
+                Known::TransferEncoding => true,
+                Known::ContentLength => field.value.of(&bytes).trim_ascii() != b"0",
+                _ => false,
+            };
             if field.known == Known::ContentLength && !length_holds {
                 continue;
             }
@@ -468,6 +495,7 @@ impl Conn {
         if head.status == 101 {
             return (*self).switch(status, headers, writing);
         }
+        self.wary = head.body == BodyFraming::Empty && announced;
         let framing = match head.body {
             BodyFraming::Empty => Framing::Done,
             BodyFraming::Length(n) => Framing::Length(n),
@@ -542,14 +570,21 @@ async fn read_head(
     head_request: bool,
     got_bytes: &mut bool,
 ) -> Result<http1::ResponseHead, Failure> {
+    // An interim answer that says close, or whose framing fields were
+    // faulty, leaves the connection untrusted after the final one.
+    let mut interim_close = false;
     loop {
         if !buf.is_empty() {
             match http1::parse_response(buf, head_request, MAX_HEAD, MAX_FIELDS, fields) {
                 Ok(Some(head)) if (100..200).contains(&head.status) && head.status != 101 => {
+                    interim_close |= !head.persists();
                     buf.advance(head.len);
                     continue;
                 }
-                Ok(Some(head)) => return Ok(head),
+                Ok(Some(mut head)) => {
+                    head.connection.close |= interim_close;
+                    return Ok(head);
+                }
                 Ok(None) => {}
                 Err(err) => return Err(Failure::new(err)),
             }

@@ -38,6 +38,8 @@ pub fn try_read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
 /// [`try_read`], of at most `most` bytes.
 fn try_read_most(stream: &TcpStream, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
     let room = (buf.capacity() - buf.len()).min(most);
+    // A read into no room would say "end of stream".
+    debug_assert!(room > 0, "a read needs room");
     let mut got = None;
     let read = stream.try_io(Interest::READABLE, || {
         let n = stream.try_read_buf(&mut (&mut *buf).limit(room))?;
