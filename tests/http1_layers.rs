@@ -413,10 +413,22 @@ proptest! {
     }
 }
 
+/// One scripted upstream answer: its bytes, the seed of the pieces they
+/// are written in, and whether the connection is closed after it (to end
+/// a body read to the close, or one broken or cut short); otherwise the
+/// connection waits for a next request, whatever the bytes said.
+type Script = (Vec<u8>, u8, bool);
+
+/// What the upstream answers `GET /answer/marker`: on a connection the
+/// proxy reused after a scripted answer, anything else means the proxy
+/// read that answer's leftovers as this one.
+const MARKER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nmarker";
+
 /// An upstream that answers each request with the raw bytes its path
-/// names (`/answer/N`: the Nth of `answers`), written in pieces 1 ms
-/// apart (as a slow origin's writes reach the proxy), then closes.
-async fn raw_upstream(answers: std::sync::Arc<Vec<(Vec<u8>, u8)>>) -> SocketAddr {
+/// names (`/answer/N`: the Nth script), written in pieces 1 ms apart (as
+/// a slow origin's writes reach the proxy), then keeps the connection for
+/// a next request or closes it, as the script says.
+async fn raw_upstream(scripts: std::sync::Arc<Vec<Script>>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -426,40 +438,53 @@ async fn raw_upstream(answers: std::sync::Arc<Vec<(Vec<u8>, u8)>>) -> SocketAddr
             let Ok((mut stream, _)) = listener.accept().await else {
                 return;
             };
-            let answers = std::sync::Arc::clone(&answers);
+            let scripts = std::sync::Arc::clone(&scripts);
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                while !head.ends_with(b"\r\n\r\n") {
-                    match stream.read_u8().await {
-                        Ok(byte) => head.push(byte),
-                        Err(_) => return,
+                loop {
+                    let mut head = Vec::new();
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match stream.read_u8().await {
+                            Ok(byte) => head.push(byte),
+                            Err(_) => return,
+                        }
                     }
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
-                let Some((raw, seed)) = head
-                    .split(' ')
-                    .nth(1)
-                    .and_then(|target| target.strip_prefix("/answer/"))
-                    .and_then(|n| n.parse::<usize>().ok())
-                    .and_then(|n| answers.get(n))
-                else {
-                    return;
-                };
-                let mut state = u32::from(*seed) | 1;
-                let mut at = 0;
-                while at < raw.len() {
-                    state ^= state << 13;
-                    state ^= state >> 17;
-                    state ^= state << 5;
-                    let end = (at + 1 + (state % 48) as usize).min(raw.len());
-                    if stream.write_all(&raw[at..end]).await.is_err() {
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let target = head.split(' ').nth(1).unwrap_or_default();
+                    if target == "/answer/marker" {
+                        if stream.write_all(MARKER).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    let Some((raw, seed, close)) = target
+                        .strip_prefix("/answer/")
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .and_then(|n| scripts.get(n))
+                    else {
+                        return;
+                    };
+                    let mut state = u32::from(*seed) | 1;
+                    let mut at = 0;
+                    // At most about 64 pieces, however long the answer.
+                    let least = raw.len() / 64;
+                    while at < raw.len() {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        let piece = (1 + (state % 48) as usize).max(least);
+                        let end = (at + piece).min(raw.len());
+                        if stream.write_all(&raw[at..end]).await.is_err() {
+                            return;
+                        }
+                        at = end;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    if *close {
+                        // Whatever the proxy sends next is not waited for.
+                        let _ = stream.shutdown().await;
                         return;
                     }
-                    at = end;
-                    tokio::time::sleep(Duration::from_millis(1)).await;
                 }
-                // Whatever the proxy sends next is not waited for.
-                let _ = stream.shutdown().await;
             });
         }
     });
@@ -468,7 +493,7 @@ async fn raw_upstream(answers: std::sync::Arc<Vec<(Vec<u8>, u8)>>) -> SocketAddr
 
 /// One upstream answer built from pieces that cover the framing rules
 /// and their hostile variants (in the head, the body and its end).
-fn upstream_answer() -> impl Strategy<Value = (Vec<u8>, u8)> {
+fn upstream_answer() -> impl Strategy<Value = Script> {
     let version = prop::sample::select(vec!["HTTP/1.1", "HTTP/1.1", "HTTP/1.0"]);
     let status = prop::sample::select(vec![
         "200 OK",
@@ -590,7 +615,15 @@ fn upstream_answer() -> impl Strategy<Value = (Vec<u8>, u8)> {
                         raw.extend_from_slice(&body);
                     }
                 }
-                (raw, seed)
+                // A body that ends at the close, or broken or short, needs
+                // the close; every other answer leaves the connection open,
+                // its leftovers (a body past its length, one after a 204 or
+                // 304) in it.
+                let close = matches!(
+                    framing,
+                    "short" | "chunked-broken" | "chunked-unended" | "close" | "te-gzip" | "cl-bad"
+                );
+                (raw, seed, close)
             },
         )
 }
@@ -612,7 +645,10 @@ fn stricter_answer(raw: &[u8]) -> bool {
 /// valid and hostile and written in pieces, behind a crawlgate on each.
 /// The client must get the same status, fields and body from both, and
 /// see a cut answer as cut on both; or, for a shape the native client
-/// refuses by design (a bare LF in the head), a 502. (Its first run
+/// refuses by design (a bare LF in the head), a 502. The upstream keeps
+/// its connection open after every answer that does not need the close,
+/// whatever it left on it, and a next request follows on each layer: it
+/// must get its own answer. (Its first run
 /// found the native layer passing a 204's and a 304's Content-Length on,
 /// and refusing with a 502 a 204 or 304 whose framing fields were
 /// faulty, where such an answer ends at its head.)
@@ -639,12 +675,28 @@ async fn both_layers_relay_upstream_answers_alike() {
     };
     let (hyper, native) = (proxy("hyper").await, proxy("native").await);
     let mut failures = Vec::new();
-    for (n, (raw, _)) in scripts.iter().enumerate() {
+    for (n, (raw, _, _)) in scripts.iter().enumerate() {
         let request = format!(
             "GET /answer/{n} HTTP/1.1\r\nHost: example.com\r\nUser-Agent: {FIREFOX}\r\nConnection: close\r\n\r\n"
         );
         let a = exchange(hyper.addr, request.as_bytes()).await;
         let b = exchange(native.addr, request.as_bytes()).await;
+        // The next request takes the connection that answer left in the
+        // pool, if any (the newest is taken first): it must get its own
+        // answer, not the last one's leftovers.
+        let marker = format!(
+            "GET /answer/marker HTTP/1.1\r\nHost: example.com\r\nUser-Agent: {FIREFOX}\r\nConnection: close\r\n\r\n"
+        );
+        for (layer, addr) in [("hyper", hyper.addr), ("native", native.addr)] {
+            let got = exchange(addr, marker.as_bytes()).await;
+            let (got, _) = answers(&got, &[false]);
+            if got.len() != 1 || got[0].status != 200 || got[0].body != b"marker" {
+                failures.push(format!(
+                    "after answer {n} {:?}, {layer}'s next request got {got:?}",
+                    String::from_utf8_lossy(&raw[..raw.len().min(300)])
+                ));
+            }
+        }
         let (a, a_cut) = answers(&a, &[false, false]);
         let (b, b_cut) = answers(&b, &[false, false]);
         if a == b && a_cut == b_cut {
