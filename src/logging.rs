@@ -3,7 +3,10 @@
 //! of failing requests would otherwise repeat thousands of times a second.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use tracing_appender::non_blocking::ErrorCounter;
 
 use tracing_subscriber::EnvFilter;
 
@@ -23,6 +26,22 @@ const KNOWN_TARGETS: &[&str] = &[
 ];
 
 const LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+/// The count of diagnostic lines (stderr) lost because its queue was
+/// full, once the process's log writer has been set up.
+static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
+
+/// Keeps the log writer's count of lines it lost, for the metrics.
+pub fn count_dropped_lines(counter: ErrorCounter) {
+    let _ = DROPPED.set(counter);
+}
+
+/// Diagnostic lines lost so far (0 before the writer is set up).
+pub fn dropped_lines() -> u64 {
+    DROPPED
+        .get()
+        .map_or(0, |counter| counter.dropped_lines() as u64)
+}
 
 /// The filter for `value` (the `RUST_LOG` text, if set), and a warning to
 /// log when it was unusable and [`DEFAULT_FILTER`] is used instead.

@@ -142,6 +142,9 @@ pub struct Metrics {
     last_reload_success: Gauge,
     last_reload_time: Gauge,
     log_dropped: Counter,
+    /// Diagnostic lines lost, as the log writer counts them; brought up
+    /// to date when the metrics are read.
+    diagnostic_dropped: std::sync::Mutex<Counter>,
     bot_cache_requests: Family<ResultLabels, Counter>,
     bot_cache_bytes_saved: Counter,
     bot_cache_bytes: Gauge,
@@ -315,6 +318,12 @@ impl Metrics {
             "Access-log lines dropped because the writer could not keep up",
             log_dropped.clone(),
         );
+        let diagnostic_dropped = Counter::default();
+        registry.register(
+            "log_dropped_lines",
+            "Diagnostic log lines (stderr) dropped because stderr could not keep up",
+            diagnostic_dropped.clone(),
+        );
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
@@ -338,6 +347,7 @@ impl Metrics {
             last_reload_success,
             last_reload_time,
             log_dropped,
+            diagnostic_dropped: std::sync::Mutex::new(diagnostic_dropped),
             bot_cache_requests,
             bot_cache_bytes_saved,
             bot_cache_bytes,
@@ -351,6 +361,7 @@ impl Metrics {
 
     /// The text exposition (OpenMetrics, which Prometheus reads).
     pub fn encode(&self) -> String {
+        self.diagnostic_lines_dropped(crate::logging::dropped_lines());
         let mut text = String::with_capacity(8 * 1024);
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
@@ -452,6 +463,19 @@ impl Metrics {
     pub fn log_lines_dropped(&self) -> u64 {
         self.log_dropped.get()
     }
+
+    /// Brings the count of lost diagnostic lines up to `total` (the
+    /// writer's own count, which only grows).
+    fn diagnostic_lines_dropped(&self, total: u64) {
+        let counter = self
+            .diagnostic_dropped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen = counter.get();
+        if total > seen {
+            counter.inc_by(total - seen);
+        }
+    }
 }
 
 /// Decrements its gauge when dropped.
@@ -541,6 +565,29 @@ mod tests {
         for (i, route) in Route::ALL.iter().enumerate() {
             assert_eq!(*route as usize, i, "{route:?}");
         }
+    }
+
+    /// The lost diagnostic lines follow the writer's own count, which
+    /// only grows, and are in the exposition.
+    #[test]
+    fn lost_diagnostic_lines_follow_the_writers_count() {
+        let metrics = Metrics::new();
+        let count = |m: &Metrics| {
+            m.diagnostic_dropped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get()
+        };
+        metrics.diagnostic_lines_dropped(5);
+        assert_eq!(count(&metrics), 5);
+        metrics.diagnostic_lines_dropped(7);
+        metrics.diagnostic_lines_dropped(7);
+        assert_eq!(count(&metrics), 7);
+        metrics.diagnostic_lines_dropped(3);
+        assert_eq!(count(&metrics), 7);
+        assert!(metrics
+            .encode()
+            .contains("crawlgate_log_dropped_lines_total 7"));
     }
 
     #[test]

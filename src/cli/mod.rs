@@ -98,7 +98,8 @@ fn systemd_state_dir() -> Option<PathBuf> {
     first.is_absolute().then(|| first.join("verify"))
 }
 
-/// Log lines waiting for stderr at most; past them, lines are lost. The
+/// Log lines waiting for stderr at most; past them, lines are lost (and
+/// counted: `crawlgate_log_dropped_lines_total`). The
 /// queue's slots are made up front, 40 bytes each: tracing-appender's
 /// default of 128,000 lines held 4 MiB of every process's memory, a
 /// quarter of it at rest.
@@ -115,6 +116,7 @@ fn init_tracing() -> tracing_appender::non_blocking::WorkerGuard {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .buffered_lines_limit(LOG_LINES_QUEUED)
         .finish(io::stderr());
+    crate::logging::count_dropped_lines(writer.error_counter());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(io::stderr().is_terminal())
