@@ -23,14 +23,15 @@
 //! used: seen from the readiness tokio holds, without a system call, once
 //! tokio's driver has seen those bytes; and after an answer that ended at
 //! its head though it announced a body (a `304` with a length), whose
-//! body a broken upstream might send late, from a look into the socket. While the pool
-//! holds any, a sweep every second (or every `proxy.pool_idle_timeout`
-//! when shorter) closes those idle that long and those the upstream
-//! closed, so that none waits in `CLOSE_WAIT` for the next request; it
-//! stops when the pool is empty.
+//! body a broken upstream might send late, from a look into the socket.
+//! While the pool holds any, a sweep every second (or every
+//! `proxy.pool_idle_timeout` when shorter) closes those idle that long
+//! and those the upstream closed, so that none waits in `CLOSE_WAIT` for
+//! the next request; it stops when the pool is empty. The request's head
+//! and body on their way up are written by [`request`].
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice};
+use std::io;
 use std::mem::MaybeUninit;
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -38,9 +39,8 @@ use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_LENGTH};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -48,10 +48,11 @@ use tokio::time::Instant;
 use super::body::RequestBody;
 use super::client::PoolSettings;
 use super::error::BodyError;
-use super::head::field_line;
-use super::socket::{poll_read_some, read_some, write_all, write_all_vectored, Prefixed, ReadSize};
+use super::socket::{poll_read_some, read_some, write_all, Prefixed, ReadSize};
 use crate::http1::chunked::Chunked;
 use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
+use request::{send_body, take_ready, Framer, Unsent};
+pub(super) use request::{write_head, Sending};
 
 /// The largest response head read, and the most fields in it.
 const MAX_HEAD: usize = 256 * 1024;
@@ -156,17 +157,6 @@ impl Switched {
     pub fn take(&self) -> Option<Prefixed> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
-}
-
-/// How a request body is framed upstream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Sending {
-    /// No body.
-    None,
-    /// This many bytes, the head's `Content-Length`.
-    Length(u64),
-    /// Chunked.
-    Chunked,
 }
 
 impl Pool {
@@ -353,14 +343,6 @@ enum Sent {
     Failed,
     /// Its body is still being written, by this task.
     Going(tokio::task::AbortHandle),
-}
-
-/// Why a request body could not be sent.
-enum Unsent {
-    /// The client's body failed (or went over the limit).
-    Body(BodyError),
-    /// The connection failed.
-    Io(io::Error),
 }
 
 impl Conn {
@@ -600,126 +582,6 @@ async fn read_head(
     }
 }
 
-/// A request body's framing on its way upstream: the length it
-/// announced, held to, or chunks.
-#[derive(Clone, Copy, Debug)]
-struct Framer {
-    sending: Sending,
-    /// Bytes still to come, for a body of a length.
-    left: Option<u64>,
-}
-
-impl Framer {
-    fn new(sending: Sending) -> Self {
-        let left = match sending {
-            Sending::Length(n) => Some(n),
-            Sending::None | Sending::Chunked => None,
-        };
-        Self { sending, left }
-    }
-
-    /// Counts a piece of `len` bytes: a body longer than its announced
-    /// length fails (the upstream would read the rest as a request).
-    fn count(&mut self, len: usize) -> Result<(), BodyError> {
-        if let Some(left) = &mut self.left {
-            *left = left
-                .checked_sub(len as u64)
-                .ok_or("request body longer than its length")?;
-        }
-        Ok(())
-    }
-
-    /// What goes before a piece of `len` bytes, into `out`.
-    fn before(&self, len: usize, out: &mut Vec<u8>) {
-        if self.sending == Sending::Chunked {
-            out.extend_from_slice(http1::hexadecimal(len, &mut [0; 16]));
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-
-    /// What goes after a piece.
-    fn after(&self) -> &'static [u8] {
-        match self.sending {
-            Sending::Chunked => b"\r\n",
-            Sending::Length(_) | Sending::None => b"",
-        }
-    }
-
-    /// What ends the body; a body shorter than its length fails.
-    fn end(&self) -> Result<&'static [u8], BodyError> {
-        match (self.sending, self.left) {
-            (_, Some(left)) if left > 0 => Err("request body shorter than its length".into()),
-            (Sending::Chunked, _) => Ok(b"0\r\n\r\n"),
-            _ => Ok(b""),
-        }
-    }
-}
-
-/// Adds to `out` (the head) what `body` has ready now, framed: sent in
-/// the head's write, and a body that already failed sends nothing at all.
-/// `Ok(true)` when the body ended with it.
-async fn take_ready(
-    body: &mut RequestBody,
-    framer: &mut Framer,
-    out: &mut Vec<u8>,
-) -> Result<bool, BodyError> {
-    let polled = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await;
-    match polled {
-        Poll::Pending => Ok(false),
-        Poll::Ready(None) => {
-            out.extend_from_slice(framer.end()?);
-            Ok(true)
-        }
-        Poll::Ready(Some(Err(err))) => Err(err),
-        Poll::Ready(Some(Ok(frame))) => {
-            if let Some(data) = frame.data_ref().filter(|d| !d.is_empty()) {
-                framer.count(data.len())?;
-                framer.before(data.len(), out);
-                out.extend_from_slice(data);
-                out.extend_from_slice(framer.after());
-            }
-            Ok(false)
-        }
-    }
-}
-
-/// Writes the rest of the client's `body` to `stream`, framed by
-/// `framer`.
-async fn send_body(
-    stream: Arc<TcpStream>,
-    body: RequestBody,
-    mut framer: Framer,
-) -> Result<(), Unsent> {
-    let mut body = pin!(body);
-    let mut before = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(Unsent::Body)?;
-        // Trailers are not passed on.
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        if data.is_empty() {
-            continue;
-        }
-        framer.count(data.len()).map_err(Unsent::Body)?;
-        before.clear();
-        framer.before(data.len(), &mut before);
-        let mut parts = [
-            IoSlice::new(&before),
-            IoSlice::new(&data),
-            IoSlice::new(framer.after()),
-        ];
-        write_all_vectored(&stream, &mut parts)
-            .await
-            .map_err(Unsent::Io)?;
-    }
-    let end = framer.end().map_err(Unsent::Body)?;
-    if !end.is_empty() {
-        write_all(&stream, end).await.map_err(Unsent::Io)?;
-    }
-    Ok(())
-}
-
 /// How much of a response body is left.
 #[derive(Debug)]
 enum Framing {
@@ -861,31 +723,6 @@ impl Body for NativeBody {
     }
 }
 
-/// Writes the request head for `parts` (origin-form target, the fields
-/// as the rewrite left them) into `out`, with the framing `sending` needs:
-/// the body's length as `Content-Length` when the fields have none, or
-/// `Transfer-Encoding: chunked`.
-pub(super) fn write_head(out: &mut Vec<u8>, parts: &http::request::Parts, sending: Sending) {
-    out.extend_from_slice(parts.method.as_str().as_bytes());
-    out.push(b' ');
-    let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    out.extend_from_slice(target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    for (name, value) in &parts.headers {
-        if sending == Sending::Chunked && name == CONTENT_LENGTH {
-            continue;
-        }
-        field_line(out, name.as_str().as_bytes(), value.as_bytes());
-    }
-    match sending {
-        Sending::Length(n) if !parts.headers.contains_key(CONTENT_LENGTH) => {
-            field_line(out, b"content-length", http1::decimal(n, &mut [0; 20]));
-        }
-        Sending::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        Sending::Length(_) | Sending::None => {}
-    }
-    out.extend_from_slice(b"\r\n");
-}
-
+mod request;
 #[cfg(test)]
 mod tests;

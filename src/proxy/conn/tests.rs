@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use http::header::CONTENT_LENGTH;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
