@@ -552,7 +552,7 @@ impl Conn {
         if matches!(proto, Proto::H1) {
             let service = service_fn(move |req| {
                 let upgrades = Some(Arc::clone(&upgrades));
-                Box::pin(service::handle(worker.get(), info, upgrades, req))
+                Box::pin(service::handle(worker.get(), info, upgrades, req, None))
             });
             let conn = builders.h1.serve_connection(io, service).with_upgrades();
             let drain = |c: Pin<&mut _>| {
@@ -570,7 +570,7 @@ impl Conn {
             let service = service_fn(move |req| {
                 let stream = StreamGuard::new(Arc::clone(&activity));
                 let upgrades = Some(Arc::clone(&upgrades));
-                let res = service::handle(worker.get(), info, upgrades, req);
+                let res = service::handle(worker.get(), info, upgrades, req, None);
                 Box::pin(async move {
                     let res = res.await?;
                     Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))
@@ -617,7 +617,7 @@ impl Conn {
         let quiet = quiet_for(&activity, builders.shared.conn.http2_idle_timeout);
         let service = service_fn(move |req| {
             let stream = StreamGuard::new(Arc::clone(&activity));
-            let res = service::handle(worker.get(), info, None, req);
+            let res = service::handle(worker.get(), info, None, req, None);
             async move {
                 let res = res.await?;
                 Ok::<_, std::convert::Infallible>(res.map(|body| Tracked { body, stream }))

@@ -30,6 +30,7 @@ use crate::metrics::{Metrics, Side};
 use crate::observe::{Observed, Pending};
 use crate::outcome::{Outcome, RequestLine};
 use crate::policy::{self, CacheProbe, Cached, Decision, Facts};
+use crate::proxy::head::ClientHead;
 use crate::proxy::{self, BodyError, ClientInfo, ProxyError};
 use crate::response::{self, Body};
 use crate::route::Route;
@@ -62,12 +63,15 @@ pub struct ConnInfo {
 /// upgrade request whose upstream answers 101 leaves its two halves there
 /// (`None` on HTTP/2, which does not upgrade). The response body carries
 /// the request's [`Outcome`] to its record when it is done. `worker` is
-/// the serving worker's state for the snapshot in effect.
+/// the serving worker's state for the snapshot in effect. `own_head` is
+/// the head crawlgate's own HTTP/1.1 layer made `req` from, unchanged:
+/// a forwarded request's upstream head is then copied from its bytes.
 pub async fn handle<B>(
     worker: Arc<Worker>,
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     req: Request<B>,
+    own_head: Option<ClientHead<'_>>,
 ) -> Result<Response<Observed>, Infallible>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
@@ -89,7 +93,7 @@ where
         ..Outcome::default()
     };
     let mut pending = Pending::new(Arc::clone(shared), outcome, start);
-    let mut res = respond(&worker, conn, upgrades, req, &mut pending).await;
+    let mut res = respond(&worker, conn, upgrades, req, own_head, &mut pending).await;
     pending.outcome.status = Some(res.status());
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
@@ -141,6 +145,7 @@ async fn respond<B>(
     conn: ConnInfo,
     upgrades: Option<UpgradeSlot>,
     mut req: Request<B>,
+    own_head: Option<ClientHead<'_>>,
     pending: &mut Pending,
 ) -> Response<Body>
 where
@@ -331,6 +336,7 @@ where
                 robot,
                 upgrade,
                 found,
+                own_head,
                 pending,
             )
             .await
@@ -347,6 +353,7 @@ async fn forward<B>(
     robot: Option<proxy::Robot>,
     upgrade: Option<(HeaderValue, UpgradeSlot, Option<OnUpgrade>)>,
     found: Probe,
+    own_head: Option<ClientHead<'_>>,
     pending: &mut Pending,
 ) -> Response<Body>
 where
@@ -368,7 +375,7 @@ where
     let sent = Instant::now();
     let result = worker
         .upstream
-        .forward(req, client, protocol, &mut pending.body_bytes)
+        .forward(req, client, protocol, &mut pending.body_bytes, own_head)
         .await;
     let elapsed = sent.elapsed();
     pending.outcome.upstream_time = Some(elapsed);

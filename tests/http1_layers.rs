@@ -733,3 +733,152 @@ async fn both_layers_relay_upstream_answers_alike() {
         failures.join("\n\n")
     );
 }
+
+/// An upstream that answers every request `200 ok` and sends what it
+/// read of each (its head as written, and its body: by its length, or
+/// chunked up to the last chunk) down `seen`.
+async fn head_recorder(seen: tokio::sync::mpsc::UnboundedSender<(String, Vec<u8>)>) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                loop {
+                    let mut head = Vec::new();
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match stream.read_u8().await {
+                            Ok(byte) => head.push(byte),
+                            Err(_) => return,
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let lower = head.to_ascii_lowercase();
+                    let mut body = Vec::new();
+                    if lower.contains("\r\ntransfer-encoding: chunked\r\n") {
+                        while !body.ends_with(b"\r\n0\r\n\r\n") && body != b"0\r\n\r\n" {
+                            match stream.read_u8().await {
+                                Ok(byte) => body.push(byte),
+                                Err(_) => return,
+                            }
+                        }
+                    } else if let Some(len) = lower
+                        .split("\r\n")
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                    {
+                        body = vec![0; len.trim().parse().expect("length")];
+                        if stream.read_exact(&mut body).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = seen.send((head, body));
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if stream.write_all(answer).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The native layer writes the upstream head from the client's own
+/// bytes: the field lines that pass are copied as the client wrote them
+/// (case, spacing, order), those the policy removes are gone, and
+/// crawlgate's own are appended, with the framing the body goes with.
+#[tokio::test]
+async fn the_native_layer_copies_the_clients_field_lines_upstream() {
+    let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let upstream = head_recorder(tx).await;
+    let proxy = Proxy::start_with(
+        TOML,
+        Overrides {
+            upstream: Some(format!("http://{upstream}")),
+            http1: Some("native".to_owned()),
+            ..Overrides::default()
+        },
+    )
+    .await;
+    let kept = [
+        format!("User-Agent: {FIREFOX}"),
+        "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8".to_owned(),
+        "X-Custom-Thing:   kept as sent".to_owned(),
+        "accept-LANGUAGE: de-DE,de;q=0.9".to_owned(),
+        "Referer: http://example.com/a".to_owned(),
+    ];
+    let page = format!(
+        "GET /page?q=1 HTTP/1.1\r\nHost: example.com\r\n{}\r\n{}\r\n{}\r\nKeep-Alive: 300\r\nConnection: keep-alive, X-Drop-Me\r\nX-Drop-Me: gone\r\n{}\r\nX-Crawler: spoofed\r\nX-Forwarded-For: 203.0.113.9\r\nCookie: a=1\r\n{}\r\nCookie: b=2\r\n\r\n",
+        kept[0], kept[1], kept[2], kept[3], kept[4]
+    );
+    let upload = "POST /form HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/8.5.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    // A chunked body of a GET goes nowhere, as through hyper's client
+    // (the connection may close after its answer, the body unread: then
+    // [`LAST`] gets none).
+    let get_with_body = "GET /odd HTTP/1.1\r\nHost: example.com\r\nUser-Agent: curl/8.5.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+    let raw = [page.as_str(), upload, get_with_body].concat();
+    let read = exchange(proxy.addr, raw.as_bytes()).await;
+    let (got, cut) = answers(&read, &[false; 4]);
+    assert!(!cut, "{:?}", String::from_utf8_lossy(&read));
+    let statuses: Vec<u16> = got.iter().map(|a| a.status).collect();
+    assert!(statuses.len() >= 3, "{statuses:?}");
+    assert_eq!(statuses[..3], [200; 3]);
+
+    let (head, body) = seen.recv().await.expect("the page");
+    let lines: Vec<&str> = head.split("\r\n").collect();
+    assert_eq!(lines[0], "GET /page?q=1 HTTP/1.1");
+    let at: Vec<usize> = kept
+        .iter()
+        .map(|line| {
+            lines
+                .iter()
+                .position(|l| l == line)
+                .unwrap_or_else(|| panic!("{line:?} not copied as sent: {head:?}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "order: {head:?}");
+    let lower = head.to_ascii_lowercase();
+    for gone in [
+        "keep-alive:",
+        "x-drop-me",
+        "spoofed",
+        "203.0.113.9",
+        "connection:",
+    ] {
+        assert!(
+            !lower.contains(gone),
+            "{gone} reached the upstream: {head:?}"
+        );
+    }
+    for ours in [
+        "Cookie: a=1; b=2",
+        "x-crawler: 0",
+        "x-forwarded-for: 127.0.0.1",
+        "x-real-ip: 127.0.0.1",
+        "x-forwarded-proto: http",
+        "x-forwarded-host: example.com",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.eq_ignore_ascii_case(ours)),
+            "{ours} missing: {head:?}"
+        );
+    }
+    assert!(body.is_empty());
+
+    let (head, body) = seen.recv().await.expect("the upload");
+    assert!(head.starts_with("POST /form HTTP/1.1\r\n"), "{head:?}");
+    assert!(
+        head.contains("\r\ntransfer-encoding: chunked\r\n"),
+        "{head:?}"
+    );
+    assert_eq!(body, b"5\r\nhello\r\n0\r\n\r\n");
+
+    let (head, body) = seen.recv().await.expect("the GET");
+    assert!(head.starts_with("GET /odd HTTP/1.1\r\n"), "{head:?}");
+    let lower = head.to_ascii_lowercase();
+    assert!(!lower.contains("transfer-encoding"), "{head:?}");
+    assert!(!lower.contains("content-length"), "{head:?}");
+    assert!(body.is_empty());
+}

@@ -3,6 +3,12 @@
 //! the client's field lines that pass copied as they came, and
 //! crawlgate's own fields appended, in one buffer for one write.
 //!
+//! [`write_request_head`] is how crawlgate's own connections write a
+//! request that crawlgate's own server layer read ([`ClientHead`], handed
+//! along with the request by the service): no `HeaderMap` is rewritten
+//! or encoded for it. A request read by hyper's layer, or sent through
+//! hyper's client, takes the `HeaderMap` rewrite instead.
+//!
 //! The rules are [`super::headers`]'s, read from the same tables
 //! ([`super::headers::CLIENT_CLAIMS`], the hop-by-hop names), applied to
 //! a head parsed in place ([`crate::http1`]) instead of a `HeaderMap`:
@@ -22,7 +28,7 @@ use std::io::Write;
 use http::header::HeaderName;
 
 use crate::classify::UaClass;
-use crate::http1::{BodyFraming, Field, Known, RequestHead, ResponseHead, TargetForm, Version};
+use crate::http1::{Field, Known, RequestHead, ResponseHead, TargetForm, Version};
 
 use super::headers::{may_be_claim, names, ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
 
@@ -49,6 +55,22 @@ pub struct HeadRewrite<'a> {
     /// The protocol of an upgrade passed on, sent with `Connection:
     /// upgrade`.
     pub upgrade: Option<&'a [u8]>,
+    /// Whether the body goes chunked (a chunked body of a GET, HEAD or
+    /// CONNECT does not go at all).
+    pub chunked: bool,
+}
+
+/// A client's request head as crawlgate's own layer parsed it in place:
+/// what [`write_request_head`] copies its upstream head from, handed
+/// along with the request the service serves from the same bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientHead<'a> {
+    /// The bytes the head was parsed from.
+    pub buf: &'a [u8],
+    /// The parsed head.
+    pub head: &'a RequestHead,
+    /// Its fields.
+    pub fields: &'a [Field],
 }
 
 /// Appends the field line `name: value`, CRLF included.
@@ -218,7 +240,7 @@ pub fn write_request_head(
             field_line(out, b"x-forwarded-host", host);
         }
     }
-    if head.body == BodyFraming::Chunked {
+    if rw.chunked {
         out.extend_from_slice(b"transfer-encoding: chunked\r\n");
     }
     if let Some(protocol) = rw.upgrade {

@@ -51,6 +51,7 @@ use body::{Answer, BodyBytes, BodyState, RequestBody, ResponseBody};
 use client::{Connector, PoolSettings};
 use conn::Sending;
 use error::stale_connection;
+use head::{ClientHead, HeadRewrite};
 use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_hop, Rewrite};
 
 /// The upstream origin and the pooled client that reaches it.
@@ -259,12 +260,14 @@ impl Upstream {
         }
     }
 
-    /// Sends the request on a connection of crawlgate's own `pool`,
-    /// written from `parts`; the retry writes the same head again.
+    /// Sends a request of `method` on a connection of crawlgate's own
+    /// `pool`, its head written by `write` with the framing the body
+    /// goes with; the retry writes the same head again.
     async fn send_native(
         &self,
         pool: &Arc<conn::Pool>,
-        parts: http::request::Parts,
+        method: &Method,
+        write: impl Fn(&mut Vec<u8>, Sending),
         body: RequestBody,
         retry: bool,
     ) -> Result<Response<Answer>, (BodyError, bool)> {
@@ -275,15 +278,13 @@ impl Upstream {
             (true, Some(n)) => Sending::Length(n),
             // A chunked body of a method that has no use for one goes
             // nowhere, as with hyper's client (a length is passed).
-            (true, None)
-                if [Method::GET, Method::HEAD, Method::CONNECT].contains(&parts.method) =>
-            {
+            (true, None) if [Method::GET, Method::HEAD, Method::CONNECT].contains(method) => {
                 Sending::None
             }
             (true, None) => Sending::Chunked,
         };
-        let head_request = parts.method == Method::HEAD;
-        let head = |out: &mut Vec<u8>| conn::write_head(out, &parts, sending);
+        let head_request = *method == Method::HEAD;
+        let head = |out: &mut Vec<u8>| write(out, sending);
         let body = (sending != Sending::None).then_some(body);
         let result = match pool.send(false, head, body, sending, head_request).await {
             Err(failure) if retry && failure.stale => {
@@ -308,39 +309,45 @@ impl Upstream {
     ///
     /// A request with a body leaves a [`BodyBytes`] in `sent`: how many of
     /// its bytes went upstream, read when the exchange is over.
+    ///
+    /// `own_head` is the head `req` was made from when crawlgate's own
+    /// layer read it: crawlgate's own connections then write the upstream
+    /// head from its bytes ([`head::write_request_head`]) rather than
+    /// from `req`'s fields. `req` must not have been changed since.
     pub async fn forward<B>(
         &self,
         req: Request<B>,
         client: ClientInfo,
         upgrade: Option<HeaderValue>,
         sent: &mut Option<BodyBytes>,
+        own_head: Option<ClientHead<'_>>,
     ) -> Result<Response<ResponseBody>, ProxyError>
     where
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BodyError>,
     {
         let (mut parts, body) = req.into_parts();
-
-        let path = parts
+        // The Host the client asked for: the target's authority (an
+        // absolute-form target), else its Host field.
+        let host = parts
             .uri
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/"));
-        let mut uri = http::uri::Parts::default();
-        uri.scheme = Some(self.scheme.clone());
-        uri.authority = Some(self.authority.clone());
-        uri.path_and_query = Some(path);
-        let original_uri = std::mem::replace(
-            &mut parts.uri,
-            Uri::from_parts(uri).map_err(|_| ProxyError::Target)?,
-        );
-        let host = original_uri
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
             .or_else(|| parts.headers.get(HOST).cloned());
-        join_cookies(&mut parts.headers);
-        parts.version = Version::HTTP_11;
-
+        if self.native.is_none() {
+            // hyper's client takes the target in absolute form.
+            let path = parts
+                .uri
+                .path_and_query()
+                .cloned()
+                .unwrap_or_else(|| PathAndQuery::from_static("/"));
+            let mut uri = http::uri::Parts::default();
+            uri.scheme = Some(self.scheme.clone());
+            uri.authority = Some(self.authority.clone());
+            uri.path_and_query = Some(path);
+            parts.uri = Uri::from_parts(uri).map_err(|_| ProxyError::Target)?;
+            parts.version = Version::HTTP_11;
+        }
         let trusted = self
             .trusted_proxies
             .iter()
@@ -350,27 +357,7 @@ impl Upstream {
         } else {
             self.authority_value.clone()
         };
-        rewrite_request_headers(
-            &mut parts.headers,
-            &Rewrite {
-                host: upstream_host,
-                original_host: host,
-                port: self.port_value(client.port),
-                client,
-                trusted,
-                class_header: &self.class_header,
-                robot_class_header: &self.robot_class_header,
-                verified_header: &self.verified_header,
-            },
-        );
-        // `Upgrade` and `Connection` are hop-by-hop and were removed; an
-        // upgrade request gets them back, as this hop's own.
-        if let Some(protocol) = &upgrade {
-            parts.headers.insert(UPGRADE, protocol.clone());
-            parts
-                .headers
-                .insert(CONNECTION, HeaderValue::from_static("upgrade"));
-        }
+        let port = self.port_value(client.port);
 
         let has_body = !body.is_end_stream();
         let state = has_body.then(|| Arc::new(BodyState::new()));
@@ -382,8 +369,55 @@ impl Upstream {
         // twice.
         let retry = !has_body && parts.method.is_idempotent();
         let request = async {
+            if let (Some(pool), Some(raw)) = (&self.native, own_head) {
+                // The client's field lines copied as they came, ours
+                // appended: no `HeaderMap` rewritten, none encoded.
+                let write = |out: &mut Vec<u8>, sending: Sending| {
+                    let rw = HeadRewrite {
+                        host: upstream_host.as_bytes(),
+                        client: &client,
+                        trusted,
+                        port: port.as_bytes(),
+                        class_header: &self.class_header,
+                        robot_class_header: &self.robot_class_header,
+                        verified_header: &self.verified_header,
+                        upgrade: upgrade.as_ref().map(HeaderValue::as_bytes),
+                        chunked: sending == Sending::Chunked,
+                    };
+                    head::write_request_head(out, raw.buf, raw.head, raw.fields, &rw);
+                };
+                return self
+                    .send_native(pool, &parts.method, write, body, retry)
+                    .await;
+            }
+            join_cookies(&mut parts.headers);
+            rewrite_request_headers(
+                &mut parts.headers,
+                &Rewrite {
+                    host: upstream_host,
+                    original_host: host,
+                    port,
+                    client,
+                    trusted,
+                    class_header: &self.class_header,
+                    robot_class_header: &self.robot_class_header,
+                    verified_header: &self.verified_header,
+                },
+            );
+            // `Upgrade` and `Connection` are hop-by-hop and were removed; an
+            // upgrade request gets them back, as this hop's own.
+            if let Some(protocol) = &upgrade {
+                parts.headers.insert(UPGRADE, protocol.clone());
+                parts
+                    .headers
+                    .insert(CONNECTION, HeaderValue::from_static("upgrade"));
+            }
             match &self.native {
-                Some(pool) => self.send_native(pool, parts, body, retry).await,
+                Some(pool) => {
+                    let write = |out: &mut Vec<u8>, sending| conn::write_head(out, &parts, sending);
+                    self.send_native(pool, &parts.method, write, body, retry)
+                        .await
+                }
                 None => self.send_hyper(parts, body, retry).await,
             }
         };

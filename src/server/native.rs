@@ -11,9 +11,10 @@
 //!
 //! The request then goes through the same [`service::handle`] as hyper's
 //! layer serves (its head as an `http::Request`, the header values slices
-//! of the one read buffer), with its body fed from the connection as it
-//! is asked for ([`FedBody`]: backpressure, `100 Continue` when the
-//! request expects it). The response head is written by this module, the
+//! of the one read buffer, and the parsed head itself, from whose bytes
+//! crawlgate's own upstream connections copy the fields that pass), with
+//! its body fed from the connection as it is asked for ([`FedBody`]:
+//! backpressure, `100 Continue` when the request expects it). The response head is written by this module, the
 //! body relayed with the framing HTTP/1.1 requires: the length the
 //! response declares or knows, else chunked (HTTP/1.1 clients) or to the
 //! close (HTTP/1.0). A body that fails mid-way leaves the connection
@@ -45,6 +46,7 @@ use crate::http1::{self, BodyFraming, Field, HeadError, NameFilter, RequestHead,
 use crate::metrics::Protocol;
 use crate::outcome::RequestLine;
 use crate::proxy::body::{BodyFeed, FedBody};
+use crate::proxy::head::ClientHead;
 use crate::service;
 use crate::tunnel::{OwnConnection, UpgradeSlot};
 
@@ -295,7 +297,12 @@ async fn exchange(
     // Boxed: the service's future is the largest part of an exchange, and
     // held inline it was moved with it, and held twice (14.7 KiB copied
     // per request, where boxed it is written once).
-    let response = Box::pin(service::handle(worker, info, slot.clone(), req));
+    let own = ClientHead {
+        buf: &head_bytes,
+        head: &head,
+        fields: &s.fields,
+    };
+    let response = Box::pin(service::handle(worker, info, slot.clone(), req, Some(own)));
 
     // The body is fed while the request is served and its answer written
     // (an upstream may answer before it has read all of it). `Some(true)`

@@ -69,7 +69,7 @@ where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<crate::proxy::BodyError>,
 {
-    let res = handle(Arc::clone(worker), conn(peer), None, req)
+    let res = handle(Arc::clone(worker), conn(peer), None, req, None)
         .await
         .unwrap_or_else(|never| match never {});
     let (parts, body) = res.into_parts();

@@ -2,7 +2,7 @@ use http::header::{HeaderMap, HeaderValue};
 use proptest::prelude::*;
 
 use super::*;
-use crate::http1::parse_request;
+use crate::http1::{parse_request, BodyFraming};
 use crate::proxy::headers::{join_cookies, rewrite_request_headers, Rewrite};
 use crate::proxy::Robot;
 use crate::verify::{Identity, Method};
@@ -50,6 +50,7 @@ fn native(
             robot_class_header: &ROBOT_CLASS,
             verified_header: &VERIFIED,
             upgrade,
+            chunked: head.body == BodyFraming::Chunked,
         },
     );
     // What the upstream reads of it.
