@@ -17,7 +17,9 @@
 # CRAWLGATE_BIN (default: build target/release/crawlgate),
 # BASELINE_BIN (an older crawlgate build, e.g. from before the metrics and
 # the access-log writer, run as crawlgate-baseline beside the current one:
-# the cost of observation, measured side by side),
+# the cost of observation, measured side by side), BASELINE_CONFIG (its
+# config, default bench/crawlgate.toml; bench/crawlgate-native.toml to set
+# two builds of the native layer side by side),
 # PROTECT (1: also run crawlgate-protect, the same build with [shed] and
 # [bot_cache] on (bench/crawlgate-protect.toml), and a robots-only scenario:
 # what they cost when not triggered, and a cache hit against a forward),
@@ -171,7 +173,7 @@ stop_pid() {
 start_proxy() {
     case $1 in
         crawlgate) start_crawlgate "$2"; PID=$CG_PID; PORT=$CG_PORT ;;
-        crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN"; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-baseline) start_crawlgate "$2" "$BASELINE_BIN" "${BASELINE_CONFIG:-bench/crawlgate.toml}"; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-protect) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-protect.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-verify) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-verify.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-report) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;

@@ -8,6 +8,7 @@ In smoke mode it also fails (exit 1) when a run had socket errors or a
 stream did not move every byte.
 """
 
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -84,7 +85,20 @@ def main() -> int:
                 f"{ratio(med(name, 'crawlgate', 'p99'), med(name, peer, 'p99'))} |"
             )
 
-    if any(p == "crawlgate-baseline" for _, p in runs):
+    base_config = os.environ.get("BASELINE_CONFIG")
+    if base_config and any(p == "crawlgate-baseline" for _, p in runs):
+        # Two builds of the same configuration side by side.
+        mine = "crawlgate-native" if "native" in base_config else "crawlgate"
+        print(f"\n{mine} (CRAWLGATE_BIN) against crawlgate-baseline (BASELINE_BIN, {base_config}), side by side:\n")
+        print("| scenario | CPU/req ratio | req/s ratio | p99 ratio |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in ["pass", "mixed", "mixed-logged"]:
+            print(
+                f"| {name} | {ratio(med(name, mine, 'cpu'), med(name, 'crawlgate-baseline', 'cpu'))} | "
+                f"{ratio(med(name, mine, 'rps'), med(name, 'crawlgate-baseline', 'rps'))} | "
+                f"{ratio(med(name, mine, 'p99'), med(name, 'crawlgate-baseline', 'p99'))} |"
+            )
+    elif any(p == "crawlgate-baseline" for _, p in runs):
         print("\nThe cost of observation, against crawlgate-baseline (BASELINE_BIN) side by side:\n")
         print("| crawlgate | against crawlgate-baseline | CPU/req ratio | req/s ratio | p99 ratio |")
         print("| --- | --- | ---: | ---: | ---: |")
