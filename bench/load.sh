@@ -11,7 +11,8 @@
 #                            every scenario produced the expected status mix
 #
 # Environment: DURATION (s, default 10), ROUNDS (default 3: A B A B A B),
-# ONLY (throughput | memory: one part only), FULL (0: no runs of the
+# ONLY (throughput | memory | tls: one part only), TLS (1: also the runs
+# over TLS and HTTP/2; H2_CONNS 16, H2_STREAMS 8), FULL (0: no runs of the
 # 748-token nginx),
 # CONNS (wrk connections, 64), IDLE_CONNS (5000), STREAM_MIB (1024),
 # CRAWLGATE_BIN (default: build target/release/crawlgate),
@@ -110,7 +111,9 @@ if command -v openssl >/dev/null; then
         -subj /CN=example.com -addext subjectAltName=DNS:example.com \
         -keyout "$RUN/certs/example.com.key" -out "$RUN/certs/example.com.crt" 2>/dev/null
     CG_TLS_ARGS=(--tls-listen "127.0.0.1:$CG_TLS_PORT" --certs "$RUN/certs")
-    PEER_TLS="listen 127.0.0.1:$PEER_TLS_PORT ssl; ssl_certificate $RUN/certs/example.com.crt; ssl_certificate_key $RUN/certs/example.com.key;"
+    # TLS 1.2 and 1.3, as an operator sets them (nginx 1.22's default
+    # has no 1.3).
+    PEER_TLS="listen 127.0.0.1:$PEER_TLS_PORT ssl http2; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $RUN/certs/example.com.crt; ssl_certificate_key $RUN/certs/example.com.key;"
 else
     echo "# openssl is missing: no idle-connection figure over TLS"
 fi
@@ -214,10 +217,12 @@ run_wrk() {
     shift 4
     local script=bench/mix.lua
     ((SMOKE)) && script=bench/mix-count.lua
-    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d1s -s bench/mix.lua "http://127.0.0.1:$port" -- "$mode" > /dev/null
+    # SCHEME=https: over TLS; CLOSE=close: a new connection per request.
+    local url=${SCHEME:-http}://127.0.0.1:$port
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d1s -s bench/mix.lua "$url" -- "$mode" ${CLOSE:-} > /dev/null
     local before=0 after=0
     (($#)) && before=$(cpu_ticks "$@")
-    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$script" "http://127.0.0.1:$port" -- "$mode" > "$RUN/wrk.out"
+    taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$script" "$url" -- "$mode" ${CLOSE:-} > "$RUN/wrk.out"
     (($#)) && after=$(cpu_ticks "$@")
     local line
     line=$(grep '^RESULT' "$RUN/wrk.out")
@@ -230,6 +235,67 @@ run_wrk() {
     local cpu_us=$(((after - before) * TICK_US))
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$proxy" "$requests" "$duration" "$p50" "$p99" "$cpu_us" "$errors" >> "$RESULTS"
     if ((SMOKE)); then check_mix "$name" "$proxy" "$mode"; fi
+}
+
+# run_h2 NAME PROXY PORT [PIDS…]: one HTTP/2 run over TLS (h2load, ALPN
+# h2, H2_CONNS connections of H2_STREAMS streams each), Firefox's head
+# on one page, every request forwarded; h2load gives no percentiles, so
+# p50 and p99 are written 0 (shown "-").
+run_h2() {
+    local name=$1 proxy=$2 port=$3
+    shift 3
+    local url="https://127.0.0.1:$port/article/1?ref=home"
+    local head=(
+        -H ":authority: example.com"
+        -H "user-agent: Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+        -H "accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        -H "accept-language: en-US,en;q=0.5"
+        -H "accept-encoding: gzip, deflate, br, zstd"
+        -H "referer: https://example.com/"
+        -H "cookie: PHPSESSID=q3k9v1b6m2s8d0f4h7j5l2n9p1; _ga=GA1.1.1849302755.1733050000; cookie_consent=accepted; lang=en"
+        -H "upgrade-insecure-requests: 1"
+        -H "sec-fetch-dest: document"
+        -H "sec-fetch-mode: navigate"
+        -H "sec-fetch-site: same-origin"
+        -H "sec-fetch-user: ?1"
+        -H "priority: u=0, i"
+    )
+    local load=(-c "${H2_CONNS:-16}" -m "${H2_STREAMS:-8}" "${head[@]}")
+    taskset -c "$LOAD_CPU" "$H2LOAD" "${load[@]}" -D 1 "$url" > /dev/null
+    local before=0 after=0
+    (($#)) && before=$(cpu_ticks "$@")
+    taskset -c "$LOAD_CPU" "$H2LOAD" "${load[@]}" -D "$DURATION" "$url" > "$RUN/h2.out"
+    (($#)) && after=$(cpu_ticks "$@")
+    local requests errors seconds
+    requests=$(awk '$1 == "requests:" { print $8 }' "$RUN/h2.out")
+    errors=$(awk '$1 == "requests:" { print $10 + $12 }' "$RUN/h2.out")
+    seconds=$(sed -nE 's/^finished in ([0-9.]+)s,.*/\1/p' "$RUN/h2.out")
+    if ! grep -qE '^status codes: [0-9]+ 2xx, 0 3xx, 0 4xx, 0 5xx' "$RUN/h2.out"; then
+        echo "# $name/$proxy: not every answer was 2xx: $(grep '^status codes' "$RUN/h2.out")"
+    fi
+    local cpu_us=$(((after - before) * TICK_US))
+    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t%s\n' "$name" "$proxy" "${requests:-0}" \
+        "$(awk -v s="${seconds:-0}" 'BEGIN { printf "%d", s * 1000000 }')" "$cpu_us" "${errors:-0}" >> "$RESULTS"
+}
+
+# run_handshakes NAME PROXY PORT [PIDS…]: full TLS 1.3 handshakes, one per
+# connection and nothing sent on it (openssl s_time -new: no session
+# resumed), for the CPU each costs the proxy; the rate is the client's.
+run_handshakes() {
+    local name=$1 proxy=$2 port=$3
+    shift 3
+    local before=0 after=0
+    (($#)) && before=$(cpu_ticks "$@")
+    taskset -c "$LOAD_CPU" openssl s_time -connect "127.0.0.1:$port" -new -tls1_3 \
+        -time "$DURATION" > "$RUN/stime.out" 2>&1 || true
+    (($#)) && after=$(cpu_ticks "$@")
+    local count seconds
+    count=$(sed -nE 's/^([0-9]+) connections in [0-9]+ real seconds.*/\1/p' "$RUN/stime.out")
+    seconds=$(sed -nE 's/^[0-9]+ connections in ([0-9]+) real seconds.*/\1/p' "$RUN/stime.out")
+    [[ -n $count ]] || echo "# $name/$proxy: s_time made no connection: $(tail -3 "$RUN/stime.out")"
+    local cpu_us=$(((after - before) * TICK_US))
+    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t0\n' "$name" "$proxy" "${count:-0}" \
+        "$((${seconds:-0} * 1000000))" "$cpu_us" >> "$RESULTS"
 }
 
 # The status mix a scenario must produce (smoke mode).
@@ -270,9 +336,9 @@ PROXIES=(crawlgate nginx-lean)
 [[ ${VERIFY:-0} == 1 ]] && PROXIES=(crawlgate-verify "${PROXIES[@]}")
 [[ ${NATIVE:-0} == 1 ]] && PROXIES=(crawlgate-native "${PROXIES[@]}")
 [[ ${REPORT:-0} == 1 ]] && PROXIES=(crawlgate-report crawlgate-noreport)
-# ONLY=memory skips the throughput runs (ONLY=throughput the rest).
+# ONLY=memory and ONLY=tls skip the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
-[[ ${ONLY:-} == memory ]] && THROUGHPUT_ROUNDS=0
+[[ ${ONLY:-} == memory || ${ONLY:-} == tls ]] && THROUGHPUT_ROUNDS=0
 for round in $(seq "$THROUGHPUT_ROUNDS"); do
     run_wrk pass origin "$ORIGIN_PORT" pass
     # Each round starts with the next proxy, so that no proxy always runs
@@ -300,12 +366,56 @@ for round in $(seq "$THROUGHPUT_ROUNDS"); do
     done
 done
 
+# --- over TLS: HTTP/1.1 kept alive, a handshake per request, HTTP/2 ---------
+# TLS=1 (or ONLY=tls): crawlgate's TLS port (hyper's layer, whatever
+# proxy.http1 says) against nginx-lean's (TLS 1.3, the throwaway P-256
+# certificate), and crawlgate-baseline's when BASELINE_BIN is set:
+# https-mixed is the mixed traffic on kept-alive connections, https-resume
+# the same with a new connection per request (wrk resumes the session:
+# a returning visitor's handshake), tls-handshake full handshakes alone
+# (openssl s_time), h2-pass HTTP/2 (h2load, when installed).
+TLS_ROUNDS=0
+if [[ ${TLS:-0} == 1 || ${ONLY:-} == tls ]]; then
+    if ((${#CG_TLS_ARGS[@]})); then TLS_ROUNDS=$ROUNDS; fi
+    ((TLS_ROUNDS)) || echo "# openssl is missing: no figures over TLS"
+fi
+H2LOAD=$(command -v h2load || true)
+if ((TLS_ROUNDS)) && [[ -z $H2LOAD ]]; then
+    echo "# h2load is missing (apt-get install nghttp2-client): no HTTP/2 figure"
+fi
+TLS_PROXIES=(crawlgate nginx-lean)
+[[ -n ${BASELINE_BIN:-} ]] && TLS_PROXIES=(crawlgate-baseline "${TLS_PROXIES[@]}")
+# crawlgate-native: TLS still on hyper's layer, the upstream side its own.
+[[ ${NATIVE:-0} == 1 ]] && TLS_PROXIES=(crawlgate-native "${TLS_PROXIES[@]}")
+for round in $(seq "$TLS_ROUNDS"); do
+    n=${#TLS_PROXIES[@]}
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${TLS_PROXIES[$(((i + round - 1) % n))]}"); done
+    for proxy in "${order[@]}"; do
+        start_proxy "$proxy" off
+        tls_port=$CG_TLS_PORT
+        [[ $proxy == nginx* ]] && tls_port=$PEER_TLS_PORT
+        pids=$(proc_family "$PID")
+        # shellcheck disable=SC2086
+        SCHEME=https run_wrk https-mixed "$proxy" "$tls_port" mixed $pids
+        # shellcheck disable=SC2086
+        SCHEME=https CLOSE=close run_wrk https-resume "$proxy" "$tls_port" mixed $pids
+        # shellcheck disable=SC2086
+        run_handshakes tls-handshake "$proxy" "$tls_port" $pids
+        if [[ -n $H2LOAD ]]; then
+            # shellcheck disable=SC2086
+            run_h2 h2-pass "$proxy" "$tls_port" $pids
+        fi
+        stop_pid "$PID"
+    done
+done
+
 # --- memory with idle keep-alive connections, and streaming -----------------
 MEM=$RUN/memory.tsv
 : > "$MEM"
 MEM_PROXIES=(crawlgate nginx-lean)
 [[ ${NATIVE:-0} == 1 ]] && MEM_PROXIES=(crawlgate-native "${MEM_PROXIES[@]}")
-[[ ${ONLY:-} == throughput ]] && MEM_PROXIES=()
+[[ ${ONLY:-} == throughput || ${ONLY:-} == tls ]] && MEM_PROXIES=()
 IDLE_MODES=(plain)
 ((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)
 for mode in "${IDLE_MODES[@]}"; do

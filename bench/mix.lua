@@ -1,5 +1,6 @@
 -- wrk script for bench/load.sh: a realistic traffic mix, or pure
--- pass-through. Arguments after `--`: mixed | pass.
+-- pass-through. Arguments after `--`: mixed | pass | robots, then "close"
+-- for a new connection per request.
 --
 -- Every request carries the head a real client sends: the browsers' 10 to
 -- 16 headers (Accept, Accept-Language, Accept-Encoding, Cookie, Referer,
@@ -109,8 +110,13 @@ local CRAWLERS = {
 local reqs = {}
 local idx = 0
 
+-- A second argument "close": every request asks for its connection to be
+-- closed after it (a TLS handshake per request over https).
+local close = false
+
 local function get(path, profile, host, referer)
    local headers = { ["Host"] = host or "example.com" }
+   if close then headers["Connection"] = "close" end
    for k, v in pairs(profile) do headers[k] = v end
    if referer then
       headers["Referer"] = "https://example.com" .. referer
@@ -124,6 +130,7 @@ local function crawler(i) return CRAWLERS[(i - 1) % #CRAWLERS + 1] end
 
 function init(args)
    local mode = args[1] or "mixed"
+   close = args[2] == "close"
    if mode == "pass" then
       for i = 1, #BROWSERS do
          reqs[i] = get("/article/" .. i .. "?ref=home", browser(i), nil, "/")
