@@ -641,6 +641,13 @@ fn strip_prefix_ignore_case<'a>(bytes: &'a [u8], prefix: &[u8]) -> Option<&'a [u
         .then(|| &bytes[prefix.len()..])
 }
 
+/// Whether an answer of `status` ends at its head whatever its fields
+/// say (RFC 9112 §6.3): an interim `1xx`, `204 No Content` and `304 Not
+/// Modified` have no body, and no length of their own to send on.
+pub fn bodiless_status(status: u16) -> bool {
+    status < 200 || status == 204 || status == 304
+}
+
 /// `n` in decimal, in `buf` (a `Content-Length`).
 pub fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();

@@ -25,6 +25,7 @@ use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
 use crate::config::{AiKind, Limits, Mode};
 use crate::framing;
+use crate::http1::bodiless_status;
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, Side};
 use crate::observe::{Observed, Pending};
@@ -107,10 +108,7 @@ where
     // A body the client is owed: a HEAD answer or a 204/304 has none,
     // and hyper drops it unread.
     let status = res.status();
-    let owed = !head
-        && !status.is_informational()
-        && status != StatusCode::NO_CONTENT
-        && status != StatusCode::NOT_MODIFIED;
+    let owed = !head && !bodiless_status(status.as_u16());
     Ok(res.map(|body| Observed::new(body, pending, owed)))
 }
 

@@ -107,7 +107,7 @@ pub fn parse_response(
     // RFC 9112 §6.3: these end at their head, whatever their framing
     // fields say; faulty ones are then not refused (as hyper's client
     // does not), but the connection is not trusted with another message.
-    let lengthless = status < 200 || status == 204 || status == 304;
+    let lengthless = super::bodiless_status(status);
     let mut faulty = None;
     let mut connection = ConnectionOptions::default();
     let mut length: Option<u64> = None;

@@ -596,3 +596,14 @@ fn numbers_are_written_as_http_wants_them() {
     assert_eq!(hexadecimal(0, &mut [0; 16]), b"0");
     assert_eq!(hexadecimal(0x1a2f, &mut [0; 16]), b"1a2f");
 }
+
+/// RFC 9112 §6.3: interim answers, 204 and 304 end at their head.
+#[test]
+fn which_statuses_end_at_their_head() {
+    for status in [100, 101, 103, 199, 204, 304] {
+        assert!(bodiless_status(status), "{status}");
+    }
+    for status in [200, 203, 205, 206, 300, 301, 305, 404, 500] {
+        assert!(!bodiless_status(status), "{status}");
+    }
+}

@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 use super::socket::write_all;
 use super::WRITE_BUF;
-use crate::http1::{decimal, hexadecimal, Version};
+use crate::http1::{self, decimal, hexadecimal, Version};
 pub(super) use crate::proxy::head::field_line;
 
 /// How a response left the connection.
@@ -65,9 +65,7 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
     // Neither a body nor a length (RFC 9110 §8.6: a 204 has none, a
     // 304's is its representation's, which hyper's layer does not pass
     // on either; the differential test holds the two alike).
-    let lengthless = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
+    let lengthless = http1::bodiless_status(status.as_u16());
     let bodiless = is_head || lengthless;
     let declared = headers
         .get(CONTENT_LENGTH)
