@@ -267,7 +267,7 @@ pub struct RequestHead {
     pub form: TargetForm,
     /// Path and query of the target (all of it in origin form, what
     /// follows the authority in absolute form, `*` or the authority in
-    /// the other two).
+    /// the other two), without a fragment a client sent.
     pub path_and_query: Span,
     /// The absolute form's authority.
     pub authority: Option<Span>,
@@ -601,8 +601,16 @@ fn read_target(
     if bytes.is_empty() || !bytes.iter().all(|b| (0x21..0x7f).contains(b)) {
         return Err(HeadError::Target);
     }
+    // A fragment is no part of a request-target (RFC 9112 §3.2); when a
+    // client sends one anyway it is cut off here, as `http::Uri` cuts it
+    // off for the service: what goes upstream is what was decided on.
+    let end = target.start + bytes.iter().position(|&b| b == b'#').unwrap_or(bytes.len()) as u32;
     if bytes[0] == b'/' {
-        return Ok((TargetForm::Origin, target, None));
+        let path_and_query = Span {
+            start: target.start,
+            end,
+        };
+        return Ok((TargetForm::Origin, path_and_query, None));
     }
     if bytes == b"*" {
         return match method {
@@ -616,21 +624,21 @@ fn read_target(
     let rest = strip_prefix_ignore_case(bytes, b"http://")
         .or_else(|| strip_prefix_ignore_case(bytes, b"https://"))
         .ok_or(HeadError::Target)?;
-    let end = rest
+    let authority_len = rest
         .iter()
-        .position(|&b| b == b'/' || b == b'?')
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
         .unwrap_or(rest.len());
     let skipped = (bytes.len() - rest.len()) as u32;
     let authority = Span {
         start: target.start + skipped,
-        end: target.start + skipped + end as u32,
+        end: target.start + skipped + authority_len as u32,
     };
     if authority.is_empty() {
         return Err(HeadError::Target);
     }
     let path_and_query = Span {
         start: authority.end,
-        end: target.end,
+        end,
     };
     Ok((TargetForm::Absolute, path_and_query, Some(authority)))
 }

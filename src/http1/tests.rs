@@ -105,6 +105,22 @@ fn targets_of_every_form() {
     assert_eq!(head.form, TargetForm::Asterisk);
     let (head, _) = complete("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     assert_eq!(head.form, TargetForm::Authority);
+    // A fragment is cut off, as `http::Uri` cuts it off.
+    for (target, path, query) in [
+        (
+            "/doku.php?id=x#&do=edit",
+            &b"/doku.php"[..],
+            Some(&b"id=x"[..]),
+        ),
+        ("/a#b?c", b"/a", None),
+        ("http://example.com#top", b"", None),
+        ("http://example.com/p#q?r", b"/p", None),
+    ] {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (head, _) = complete(&raw);
+        assert_eq!(head.path(raw.as_bytes()), path, "{target}");
+        assert_eq!(head.query(raw.as_bytes()), query, "{target}");
+    }
     for target in ["*", "example.com", "ftp://x/", "http:///a", "/a\u{e9}"] {
         let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n");
         assert!(request(raw.as_bytes()).is_err(), "{target:?} was taken");

@@ -169,6 +169,34 @@ fn a_browser_head_is_copied_with_ours_appended() {
 
 /// Split cookies become one field, an empty one included (found by the
 /// property below: the joined value ends in `; `, read as `;`).
+/// The request line sent upstream carries the path and query the
+/// service decided on (what `http::Uri` keeps of the target): origin
+/// form, a fragment cut off, an absolute form's authority taken out.
+#[test]
+fn the_request_line_is_the_targets_path_and_query() {
+    for target in [
+        "/",
+        "/a/b?c=d",
+        "/doku.php?id=x#&do=edit",
+        "/a#",
+        "http://example.com",
+        "http://example.com?q=1",
+        "http://example.com/p?q#f",
+        "HTTP://Example.com:8080/a",
+    ] {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: example.com\r\n\r\n");
+        let (line, _) = native(raw.as_bytes(), false, false, None).expect("written");
+        let uri: http::Uri = target.parse().expect("uri");
+        let pq = uri.path_and_query().map_or("/", |pq| pq.as_str());
+        let pq = if pq.starts_with('/') {
+            pq.to_owned()
+        } else {
+            format!("/{pq}")
+        };
+        assert_eq!(line, format!("GET {pq}"), "{target}");
+    }
+}
+
 #[test]
 fn split_cookies_are_joined_as_the_hyper_layer_joins_them() {
     let raw = b"GET / HTTP/1.1\r\nHost: x\r\nCookie: a=b\r\nAccept: */*\r\ncookie: c=d\r\nCookie:\r\n\r\n";
