@@ -169,6 +169,11 @@ pub(in crate::proxy) fn write_head(
     out.extend_from_slice(parts.method.as_str().as_bytes());
     out.push(b' ');
     let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    // An absolute-form target with a query and no path (`http://h?q`)
+    // leaves `?q`: its origin form is `/?q`.
+    if target.starts_with('?') {
+        out.push(b'/');
+    }
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in &parts.headers {

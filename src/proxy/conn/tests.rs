@@ -591,6 +591,28 @@ fn the_head_says_how_the_body_is_framed() {
     );
 }
 
+/// The target goes in origin form, `/` first when the client's
+/// absolute form had a query and no path (`http://h?q` leaves `?q`).
+#[test]
+fn the_target_goes_in_origin_form() {
+    for (target, line) in [
+        ("http://example.com?q=1", "GET /?q=1 HTTP/1.1\r\n"),
+        ("http://example.com", "GET / HTTP/1.1\r\n"),
+        ("http://example.com/a?b", "GET /a?b HTTP/1.1\r\n"),
+        ("/a?b", "GET /a?b HTTP/1.1\r\n"),
+    ] {
+        let parts = http::Request::get(target)
+            .body(())
+            .expect("request")
+            .into_parts()
+            .0;
+        let mut out = Vec::new();
+        write_head(&mut out, &parts, Sending::None);
+        let out = String::from_utf8(out).expect("ascii");
+        assert!(out.starts_with(line), "{target}: {out:?}");
+    }
+}
+
 /// An upstream that answers first and reads the body after (an echo)
 /// gets the whole body: its write goes on after the answer's head.
 #[tokio::test]
