@@ -383,13 +383,10 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
     out.push(b' ');
     // The request-target as sent: absolute form with its authority.
     let mut target = out.len();
-    if let (Some(scheme), Some(authority)) = (req.uri.scheme_str(), req.uri.authority()) {
-        escaped(out, scheme.as_bytes());
-        out.extend_from_slice(b"://");
-        escaped(out, authority.as_str().as_bytes());
+    if let Some(prefix) = req.absolute_prefix() {
+        escaped(out, prefix.as_bytes());
     }
-    let path = req.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    escaped(out, path.as_bytes());
+    escaped(out, req.path_and_query().as_bytes());
     // Cut at LOG_FIELD_MAX bytes of escaped text (only ASCII is written).
     target += crate::outcome::LOG_FIELD_MAX;
     if out.len() > target {
@@ -402,13 +399,13 @@ fn combined(line: &Line, clock: &mut Clock, out: &mut Vec<u8>) -> io::Result<()>
         o.status.map_or(0, |s| s.as_u16()),
         o.bytes_out
     )?;
-    let header = |out: &mut Vec<u8>, value: &Option<http::HeaderValue>| match value {
-        Some(v) => escaped(out, &v.as_bytes()[..v.len().min(1024)]),
+    let header = |out: &mut Vec<u8>, value: Option<&[u8]>| match value {
+        Some(v) => escaped(out, &v[..v.len().min(1024)]),
         None => out.push(b'-'),
     };
-    header(out, &req.referer);
+    header(out, req.referer());
     out.extend_from_slice(b"\" \"");
-    header(out, &req.user_agent);
+    header(out, req.user_agent());
     write!(out, "\" class={} rule=\"", class_name(&line.classifier, o))?;
     write_rule(out, &line.classifier, o.verdict);
     write!(out, "\" decision={} upstream=", o.route.as_str())?;
@@ -463,9 +460,8 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
     let Some(req) = &o.request else {
         return Ok(());
     };
-    fn text(v: &Option<http::HeaderValue>) -> Option<std::borrow::Cow<'_, str>> {
-        v.as_ref()
-            .map(|v| String::from_utf8_lossy(&v.as_bytes()[..v.len().min(1024)]))
+    fn text(v: Option<&[u8]>) -> Option<std::borrow::Cow<'_, str>> {
+        v.map(|v| String::from_utf8_lossy(&v[..v.len().min(1024)]))
     }
     let time = OffsetDateTime::from(req.time)
         .format(&time::format_description::well_known::Rfc3339)
@@ -475,15 +471,15 @@ fn json(line: &Line, out: &mut Vec<u8>) -> io::Result<()> {
         client: req.client.to_string(),
         method: req.method.as_str(),
         host: req.host().map(truncate),
-        path: truncate(req.uri.path()),
-        query: req.uri.query().map(truncate),
+        path: truncate(req.path()),
+        query: req.query().map(truncate),
         protocol: protocol(o.version),
         tls: o.tls,
         status: o.status.map_or(0, |s| s.as_u16()),
         bytes_in: o.bytes_in,
         bytes_out: o.bytes_out,
-        referer: text(&req.referer),
-        user_agent: text(&req.user_agent),
+        referer: text(req.referer()),
+        user_agent: text(req.user_agent()),
         class: class_name(&line.classifier, o),
         rule: o
             .verdict
@@ -517,15 +513,15 @@ mod tests {
         let classifier =
             Arc::new(Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"));
         let line = |path: &str| Outcome {
-            request: Some(Box::new(RequestLine {
-                time: SystemTime::now(),
-                client: std::net::Ipv4Addr::LOCALHOST.into(),
-                method: http::Method::GET,
-                uri: path.parse().expect("uri"),
-                host: None,
-                user_agent: None,
-                referer: None,
-            })),
+            request: Some(Box::new(RequestLine::new(
+                SystemTime::now(),
+                std::net::Ipv4Addr::LOCALHOST.into(),
+                http::Method::GET,
+                &path.parse().expect("uri"),
+                None,
+                None,
+                None,
+            ))),
             version: http::Version::HTTP_11,
             tls: false,
             verdict: None,
@@ -576,15 +572,15 @@ mod tests {
             Arc::new(Classifier::new(&crate::rules::RuleLists::embedded()).expect("rules compile"));
         let line = |not_enforced: bool, format: LogFormat| Line {
             outcome: Outcome {
-                request: Some(Box::new(RequestLine {
-                    time: SystemTime::now(),
-                    client: std::net::Ipv4Addr::LOCALHOST.into(),
-                    method: http::Method::GET,
-                    uri: "/?do=edit".parse().expect("uri"),
-                    host: None,
-                    user_agent: None,
-                    referer: None,
-                })),
+                request: Some(Box::new(RequestLine::new(
+                    SystemTime::now(),
+                    std::net::Ipv4Addr::LOCALHOST.into(),
+                    http::Method::GET,
+                    &"/?do=edit".parse().expect("uri"),
+                    None,
+                    None,
+                    None,
+                ))),
                 route: Route::Block,
                 not_enforced,
                 status: Some(http::StatusCode::OK),

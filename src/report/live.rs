@@ -71,12 +71,15 @@ impl LiveReport {
             client: Some(req.client),
             method: Cow::Borrowed(req.method.as_str().as_bytes()),
             host: req.host().map(|h| Cow::Borrowed(h.as_bytes())),
-            path: Cow::Borrowed(req.uri.path().as_bytes()),
-            query: req.uri.query().map(|q| Cow::Borrowed(q.as_bytes())),
+            path: Cow::Borrowed(req.path().as_bytes()),
+            query: req.query().map(|q| Cow::Borrowed(q.as_bytes())),
             status: outcome.status.map_or(0, |s| s.as_u16()),
             bytes: outcome.bytes_out,
-            referer: header(req.referer.as_ref()),
-            user_agent: header(req.user_agent.as_ref()).filter(|ua| !ua.is_empty()),
+            referer: req.referer().map(Cow::Borrowed),
+            user_agent: req
+                .user_agent()
+                .filter(|ua| !ua.is_empty())
+                .map(Cow::Borrowed),
             verified: None,
         };
         self.record(sources, &entry, Verdict { class, reason }, outcome.identity);
@@ -145,10 +148,6 @@ impl LiveReport {
 }
 
 /// A header's bytes, borrowed.
-fn header(value: Option<&http::HeaderValue>) -> Option<Cow<'_, [u8]>> {
-    value.map(|v| Cow::Borrowed(v.as_bytes()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

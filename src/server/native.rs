@@ -596,15 +596,15 @@ fn refused_line(buf: &[u8], peer: SocketAddr) -> Option<(RequestLine, http::Vers
             .find(|f| f.name.eq_ignore_ascii_case(name))
             .and_then(|f| HeaderValue::from_bytes(f.value).ok())
     };
-    let line = RequestLine {
-        time: SystemTime::now(),
-        client: peer.ip(),
+    let line = RequestLine::new(
+        SystemTime::now(),
+        peer.ip(),
         method,
-        uri,
-        host: first("host"),
-        user_agent: first("user-agent"),
-        referer: first("referer"),
-    };
+        &uri,
+        first("host").as_ref(),
+        first("user-agent").as_ref(),
+        first("referer").as_ref(),
+    );
     Some((line, version))
 }
 
