@@ -143,6 +143,11 @@ pub fn write_request_head(
         if connection_names && named_by_connection(buf, fields, name) {
             continue;
         }
+        // A field named as the `close` option goes too (RFC 9110 §7.6.1;
+        // the names of the other two options are hop-by-hop already).
+        if head.connection.close && names(name, b"close", false) {
+            continue;
+        }
         if ours
             .iter()
             .any(|h| names(name, h.as_str().as_bytes(), true))
@@ -316,6 +321,11 @@ pub fn write_response_head(
             continue;
         }
         if connection_names && named_by_connection(buf, fields, name) {
+            continue;
+        }
+        // A field named as the `close` option goes too (RFC 9110 §7.6.1;
+        // the names of the other two options are hop-by-hop already).
+        if head.connection.close && names(name, b"close", false) {
             continue;
         }
         date |= names(name, b"date", false);

@@ -323,9 +323,13 @@ fn remove_where(headers: &mut HeaderMap, matches: impl Fn(&HeaderName) -> bool) 
 /// message and are not the sender's to drop).
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     if let Some(first) = headers.get(CONNECTION) {
-        // Fast path: a lone `keep-alive` or `close` names nothing else.
+        // Fast path: a lone `keep-alive` or `close` names no field but
+        // its own (RFC 9110 §7.6.1; `Keep-Alive` is hop-by-hop anyway).
         let plain = headers.get_all(CONNECTION).iter().count() == 1
             && (first == "keep-alive" || first == "close");
+        if plain && first == "close" {
+            headers.remove("close");
+        }
         if !plain {
             let listed: Vec<HeaderName> = headers
                 .get_all(CONNECTION)

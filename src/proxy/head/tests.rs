@@ -252,6 +252,7 @@ const NAMES: &[&str] = &[
     "Foo",
     "Referer",
     "Content-Length",
+    "Close",
 ];
 
 fn field() -> impl Strategy<Value = (String, String)> {
@@ -282,7 +283,7 @@ proptest! {
     #[test]
     fn the_same_fields_reach_the_upstream_as_through_hyper(
         fields in prop::collection::vec(field(), 0..10),
-        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "Foo", "x-custom", "Host", "content-length", "Referer"], 0..4)),
+        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "close", "Close", "upgrade", "Foo", "x-custom", "Host", "content-length", "Referer"], 0..4)),
         trusted: bool,
         robot: bool,
         upgrade: bool,
@@ -436,7 +437,7 @@ proptest! {
     #[test]
     fn response_fields_are_those_hyper_would_keep(
         fields in prop::collection::vec(field(), 0..10),
-        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "Foo", "x-custom", "Referer"], 0..3)),
+        connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "close", "Close", "Foo", "x-custom", "Referer"], 0..3)),
     ) {
         let mut raw = String::from("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nDate: x\r\n");
         for (name, value) in &fields {
