@@ -14,7 +14,7 @@ use std::time::Duration;
 use crawlgate::config::Overrides;
 use crawlgate::http1::chunked::Chunked;
 use proptest::prelude::*;
-use support::{Proxy, Recorded, Upstream, FIREFOX, GOOGLEBOT};
+use support::{read_head, Proxy, Recorded, Upstream, FIREFOX, GOOGLEBOT};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -440,14 +440,7 @@ async fn raw_upstream(scripts: std::sync::Arc<Vec<Script>>) -> SocketAddr {
             };
             let scripts = std::sync::Arc::clone(&scripts);
             tokio::spawn(async move {
-                loop {
-                    let mut head = Vec::new();
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read_u8().await {
-                            Ok(byte) => head.push(byte),
-                            Err(_) => return,
-                        }
-                    }
+                while let Some(head) = read_head(&mut stream).await {
                     let head = String::from_utf8_lossy(&head).into_owned();
                     let target = head.split(' ').nth(1).unwrap_or_default();
                     if target == "/answer/marker" {
@@ -746,14 +739,7 @@ async fn head_recorder(seen: tokio::sync::mpsc::UnboundedSender<(String, Vec<u8>
         while let Ok((mut stream, _)) = listener.accept().await {
             let seen = seen.clone();
             tokio::spawn(async move {
-                loop {
-                    let mut head = Vec::new();
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read_u8().await {
-                            Ok(byte) => head.push(byte),
-                            Err(_) => return,
-                        }
-                    }
+                while let Some(head) = read_head(&mut stream).await {
                     let head = String::from_utf8_lossy(&head).into_owned();
                     let lower = head.to_ascii_lowercase();
                     let mut body = Vec::new();

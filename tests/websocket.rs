@@ -15,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use http::HeaderMap;
 use support::here::Here;
 use support::tls::{self as t, Ca};
-use support::{get, Proxy, Upstream, FIREFOX};
+use support::{get, read_head, Proxy, Upstream, FIREFOX};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
@@ -381,10 +381,7 @@ async fn bytes_sent_with_the_101_reach_the_client_on_both_layers() {
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
             let (mut s, _) = listener.accept().await.expect("accept");
-            let mut head = Vec::new();
-            while !head.ends_with(b"\r\n\r\n") {
-                head.push(s.read_u8().await.expect("request head"));
-            }
+            read_head(&mut s).await.expect("request head");
             s.write_all(
                 b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
             )

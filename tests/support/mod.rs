@@ -231,6 +231,18 @@ async fn upstream_handler(
     Ok(res)
 }
 
+/// Reads one message head, up to and including its blank line, from
+/// `stream` a byte at a time, so that nothing after it is taken (a raw
+/// upstream reads the request, or a test the answer, and then what
+/// follows); `None` when the stream ends or fails first.
+pub async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.ok()?);
+    }
+    Some(head)
+}
+
 /// The deterministic byte pattern of downloads: byte i is `(i * 31 + i / 4093) % 251`.
 pub fn pattern_chunk(offset: u64, len: usize) -> Vec<u8> {
     (0..len as u64)
