@@ -127,7 +127,10 @@ pub fn write_request_head(
     let mut forwarded_for = 0usize;
     // The forwarding fields a trusted proxy sent, which crawlgate keeps.
     let (mut real_ip, mut proto, mut port, mut forwarded_host) = (false, false, false, false);
-    let connection_names = head.connection.other;
+    // Fields `Connection` names go (RFC 9110 §7.6.1), a `Close` field
+    // with the `close` option too; those of the other two options,
+    // `Keep-Alive` and `Upgrade`, are hop-by-hop already.
+    let connection_names = head.connection.other || head.connection.close;
     for field in fields {
         let name = field.name.of(buf);
         match field.known {
@@ -141,11 +144,6 @@ pub fn write_request_head(
             continue;
         }
         if connection_names && named_by_connection(buf, fields, name) {
-            continue;
-        }
-        // A field named as the `close` option goes too (RFC 9110 §7.6.1;
-        // the names of the other two options are hop-by-hop already).
-        if head.connection.close && names(name, b"close", false) {
             continue;
         }
         if ours
@@ -304,7 +302,10 @@ pub fn write_response_head(
     out.push(b' ');
     out.extend_from_slice(head.reason.of(buf));
     out.extend_from_slice(b"\r\n");
-    let connection_names = head.connection.other;
+    // Fields `Connection` names go (RFC 9110 §7.6.1), a `Close` field
+    // with the `close` option too; those of the other two options,
+    // `Keep-Alive` and `Upgrade`, are hop-by-hop already.
+    let connection_names = head.connection.other || head.connection.close;
     let (mut date, mut hsts) = (false, false);
     for field in fields {
         let name = field.name.of(buf);
@@ -321,11 +322,6 @@ pub fn write_response_head(
             continue;
         }
         if connection_names && named_by_connection(buf, fields, name) {
-            continue;
-        }
-        // A field named as the `close` option goes too (RFC 9110 §7.6.1;
-        // the names of the other two options are hop-by-hop already).
-        if head.connection.close && names(name, b"close", false) {
             continue;
         }
         date |= names(name, b"date", false);
