@@ -56,7 +56,11 @@ fn answers(mut buf: &[u8], head_request: &[bool]) -> (Vec<Answer>, bool) {
             .collect();
         fields.sort();
         let field = |name: &str| fields.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-        let bodiless = head_request.get(out.len()).copied().unwrap_or(false)
+        // Interim answers (`100 Continue`) come before their request's
+        // final one: only final answers count towards which request this
+        // answers.
+        let finals = out.iter().filter(|a: &&Answer| a.status >= 200).count();
+        let bodiless = head_request.get(finals).copied().unwrap_or(false)
             || status < 200
             || status == 204
             || status == 304;
@@ -268,6 +272,10 @@ fn cases() -> Vec<(&'static str, String)> {
     vec![
         ("a browser's GET", format!("GET /index.php?id=7 HTTP/1.1\r\n{browser}Connection: close\r\n\r\n")),
         ("HEAD", format!("HEAD / HTTP/1.1\r\n{browser}Connection: close\r\n\r\n")),
+        // Found by the generated streams: a `100 Continue` before the
+        // HEAD's answer, whose body is then 4 bytes that are not a chunk,
+        // and a garbage request after it.
+        ("HEAD with Expect and a body", "HEAD /index.php?id=1 HTTP/1.1\r\nContent-Length: 4\r\nHost: example.com\r\nExpect: 100-continue\r\n\r\n4\r\nabcd\r\n0\r\n\r\n".to_owned()),
         ("a robot's action URL", format!("GET /doku.php?id=x&do=edit HTTP/1.1\r\nHost: example.com\r\n{googlebot}Connection: close\r\n\r\n")),
         ("a www host", format!("GET /page HTTP/1.1\r\nHost: www.example.com\r\n{firefox}Connection: close\r\n\r\n")),
         ("robots.txt", format!("GET /robots.txt HTTP/1.1\r\nHost: example.com\r\n{googlebot}Connection: close\r\n\r\n")),
