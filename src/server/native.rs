@@ -464,11 +464,16 @@ async fn feed_body(
     // poll: a body broken from its first bytes fails before the request
     // goes upstream.
     let mut whole = false;
+    // Bytes dropped unread so far: a body the service no longer wants (a
+    // request forwarded without it, or answered without forwarding) is
+    // read and dropped, up to a point, to keep the connection.
+    let mut dropped = 0usize;
     if !buf.is_empty() {
         match framing.next_piece(buf) {
             Ok((data, done)) => {
+                let len = data.len();
                 if !data.is_empty() && !feed.send(data).await {
-                    return false;
+                    dropped += len;
                 }
                 whole = done;
             }
@@ -494,8 +499,6 @@ async fn feed_body(
         settled.store(true, Ordering::Relaxed);
         return true;
     }
-    // Bytes dropped unread so far.
-    let mut dropped = 0usize;
     let mut read_size = ReadSize::new();
     loop {
         // What is buffered first.
