@@ -159,6 +159,16 @@ impl Observed {
             owed,
         }
     }
+
+    /// The upstream's answer head as it came, when the response's fields
+    /// are in it rather than in the `HeaderMap`
+    /// ([`crate::proxy::body::ResponseBody::upstream_head`]).
+    pub fn upstream_head(&self) -> Option<&Bytes> {
+        match &self.body {
+            http_body_util::Either::Left(body) => body.upstream_head(),
+            http_body_util::Either::Right(_) => None,
+        }
+    }
 }
 
 impl hyper::body::Body for Observed {

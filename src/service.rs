@@ -369,6 +369,14 @@ where
         robot,
     };
     let protocol = upgrade.as_ref().map(|(protocol, _, _)| protocol.clone());
+    // The answer's fields may stay in its head's bytes unless they are
+    // read here: a robot's answer for the cache (a `101` always has its
+    // `HeaderMap`).
+    let reads_fields = class == UaClass::Bot && shared.caches.bot.is_some();
+    let own_head = own_head.map(|head| ClientHead {
+        answer_as_bytes: head.answer_as_bytes && !reads_fields,
+        ..head
+    });
     pending.in_flight = Some(process.metrics.upstream_in_flight());
     let sent = Instant::now();
     let result = worker

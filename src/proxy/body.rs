@@ -363,6 +363,17 @@ impl ResponseBody {
         }
     }
 
+    /// The upstream's answer head as it came, when the response's fields
+    /// were left in it rather than put in its `HeaderMap` (see
+    /// [`super::Upstream::forward`]): the `HeaderMap` then holds only
+    /// fields added since.
+    pub fn upstream_head(&self) -> Option<&Bytes> {
+        match &self.inner {
+            Answer::Native(body) => body.head(),
+            Answer::Hyper(_) => None,
+        }
+    }
+
     /// Copies the body into `copy` as it passes.
     pub fn fill(&mut self, copy: impl BodyCopy + 'static) {
         self.fill = Some(Box::new(copy));
@@ -428,6 +439,9 @@ pub trait BodyCopy: std::fmt::Debug + Send + Sync {
 }
 
 /// A robot's answer being copied into the robots cache.
+// Returned once per fill and unwrapped at once: boxing the larger variant
+// would cost an allocation to save a move.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Filled {
     /// Streaming to the robot, copied as it passes.

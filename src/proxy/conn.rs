@@ -9,7 +9,10 @@
 //! write goes on in a task of its own until the answer's body ends, and
 //! the connection is not reused. Interim `1xx` answers are skipped. The head is parsed in place
 //! ([`crate::http1::parse_response`], strict on framing) and its field
-//! values become slices of the one buffer that was read.
+//! values become slices of the one buffer that was read; or, when the
+//! caller asks, the fields stay in the head's bytes, which the body
+//! carries for crawlgate's own server layer to copy, and no `HeaderMap`
+//! is filled.
 //!
 //! The body is read with the framing the head says (its length, chunked,
 //! or to the close); once it has ended, and when nothing says otherwise
@@ -304,6 +307,7 @@ impl Pool {
         body: Option<RequestBody>,
         sending: Sending,
         head_request: bool,
+        as_bytes: bool,
     ) -> Result<Response<NativeBody>, Failure> {
         let pooled = if fresh { None } else { self.checkout() };
         let mut conn = match pooled {
@@ -318,7 +322,7 @@ impl Pool {
             Sent::Going(task) => Some(task),
             Sent::Whole | Sent::Failed => None,
         };
-        conn.respond(answer, reusable, writing, Arc::clone(self))
+        conn.respond(answer, reusable, writing, Arc::clone(self), as_bytes)
     }
 }
 
@@ -440,18 +444,22 @@ impl Conn {
 
     /// The response `head` just read, with its body to be read off this
     /// connection; the connection goes back to `pool` after it when
-    /// `reusable`.
+    /// `reusable`. With `as_bytes`, the fields stay in the head's bytes,
+    /// which the body carries ([`NativeBody::head`]), and the response's
+    /// `HeaderMap` is left empty (but for a `101`'s).
     fn respond(
         mut self: Box<Self>,
         head: http1::ResponseHead,
         reusable: bool,
         writing: Option<tokio::task::AbortHandle>,
         pool: Arc<Pool>,
+        as_bytes: bool,
     ) -> Result<Response<NativeBody>, Failure> {
         let bytes = self.buf.split_to(head.len).freeze();
         let invalid = |why| Failure::new(ResponseError::Malformed(why));
         let status = StatusCode::from_u16(head.status).map_err(|_| invalid("status code"))?;
-        let mut headers = HeaderMap::with_capacity(self.fields.len());
+        let as_bytes = as_bytes && head.status != 101;
+        let mut headers = HeaderMap::with_capacity(if as_bytes { 0 } else { self.fields.len() });
         // A body framed otherwise has no length to pass on (RFC 9112
         // §6.3: Transfer-Encoding overrides Content-Length).
         let length_holds = matches!(head.body, BodyFraming::Length(_) | BodyFraming::Empty);
@@ -464,7 +472,9 @@ impl Conn {
                 Known::ContentLength => field.value.of(&bytes).trim_ascii() != b"0",
                 _ => false,
             };
-            if field.known == Known::ContentLength && !length_holds {
+            // Field values are what `HeaderValue` takes: the parser
+            // refused any other byte.
+            if as_bytes || (field.known == Known::ContentLength && !length_holds) {
                 continue;
             }
             let name =
@@ -490,6 +500,7 @@ impl Conn {
             framing,
             writing: writing.map(Writing),
             read_size: ReadSize::new(),
+            head: as_bytes.then_some(bytes),
         };
         if matches!(body.framing, Framing::Done) {
             body.finish();
@@ -530,6 +541,7 @@ impl Conn {
             framing: Framing::Done,
             writing: None,
             read_size: ReadSize::new(),
+            head: None,
         });
         *res.status_mut() = status;
         *res.headers_mut() = headers;
@@ -604,6 +616,10 @@ pub struct NativeBody {
     writing: Option<Writing>,
     /// What the next read asks for.
     read_size: ReadSize,
+    /// The answer's head as it came (interim answers left out), when its
+    /// fields were left there rather than put in the response's
+    /// `HeaderMap`: crawlgate's own server layer copies them.
+    head: Option<Bytes>,
 }
 
 /// A task that is stopped when this is dropped.
@@ -617,6 +633,12 @@ impl Drop for Writing {
 }
 
 impl NativeBody {
+    /// The answer's head as it came, when the response's fields are in it
+    /// rather than in its `HeaderMap`.
+    pub(super) fn head(&self) -> Option<&Bytes> {
+        self.head.as_ref()
+    }
+
     /// The body has ended: the connection goes back to the pool when it
     /// may and nothing was read past the end, else it is closed.
     fn finish(&mut self) {

@@ -19,16 +19,17 @@
 //! joined. What differs is only form: field names keep the client's
 //! case, and the kept fields keep their order and white space.
 //!
-//! [`write_response_head`] does the same for the answer on its way back:
-//! the upstream's fields but the hop-by-hop ones, and the framing, `Date`,
-//! `Strict-Transport-Security` and `Connection` this hop owes the client.
+//! [`copy_response_fields`] does the same for the answer on its way back
+//! (when crawlgate's own upstream connection left its fields in its
+//! bytes): the upstream's fields but the hop-by-hop and framing ones, to
+//! which the server layer adds those this hop owes the client.
 
 use std::io::Write;
 
 use http::header::HeaderName;
 
 use crate::classify::UaClass;
-use crate::http1::{Field, Known, RequestHead, ResponseHead, TargetForm, Version};
+use crate::http1::{Field, Known, RequestHead, ResponseHead, TargetForm};
 
 use super::headers::{may_be_claim, names, ClientInfo, CLIENT_CLAIMS, HOP_BY_HOP};
 
@@ -71,6 +72,11 @@ pub struct ClientHead<'a> {
     pub head: &'a RequestHead,
     /// Its fields.
     pub fields: &'a [Field],
+    /// Whether the answer from crawlgate's own upstream connections may
+    /// keep its fields in its head's bytes instead of the response's
+    /// `HeaderMap` (the layer that read this head then copies them:
+    /// [`copy_response_fields`]); `false` where the service reads them.
+    pub answer_as_bytes: bool,
 }
 
 /// Appends the field line `name: value`, CRLF included.
@@ -253,66 +259,31 @@ pub fn write_request_head(
     out.extend_from_slice(b"\r\n");
 }
 
-/// How a response body is sent to the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientFraming {
-    /// No body (HEAD, 1xx, 204, 304, or a length of 0): the upstream's
-    /// Content-Length is passed on as it was.
-    Empty,
-    /// `Content-Length` of this many bytes.
-    Length(u64),
-    /// Chunked (HTTP/1.1 clients only).
-    Chunked,
-    /// To the close of the connection.
-    UntilClose,
-}
-
-/// What [`write_response_head`] sets, as bytes.
-#[derive(Debug)]
-pub struct ResponseRewrite<'a> {
-    /// The client's HTTP version.
-    pub version: Version,
-    /// How the body goes to the client.
-    pub framing: ClientFraming,
-    /// `Date`, sent when the upstream sent none.
-    pub date: &'a [u8],
-    /// `Strict-Transport-Security`, sent (over TLS) when the upstream sent
-    /// none.
-    pub hsts: Option<&'a [u8]>,
-    /// The protocol a `101` switches to.
-    pub upgrade: Option<&'a [u8]>,
-    /// The connection closes after this response.
-    pub close: bool,
-}
-
-/// Appends to `out` the head to send the client for the upstream's
-/// response `head`, parsed from `buf` with `fields`.
-pub fn write_response_head(
+/// Appends to `out` the field lines of the upstream's answer `head`,
+/// parsed from `buf` with `fields`, that go on to the client: all but the
+/// hop-by-hop ones, those `Connection` names and `Transfer-Encoding`;
+/// `Content-Length` only with `keep_length` (an answer relayed without a
+/// body, such as a HEAD's, says the upstream's length; a relayed body's
+/// is this hop's). Says whether a `Date` was among them. The status line
+/// and this hop's own fields (framing, `Date` when missing, `Connection`)
+/// are the writer's.
+pub fn copy_response_fields(
     out: &mut Vec<u8>,
     buf: &[u8],
     head: &ResponseHead,
     fields: &[Field],
-    rw: &ResponseRewrite<'_>,
-) {
-    out.extend_from_slice(match rw.version {
-        Version::Http10 => b"HTTP/1.0 ",
-        Version::Http11 => b"HTTP/1.1 ",
-    });
-    let _ = write!(out, "{}", head.status);
-    out.push(b' ');
-    out.extend_from_slice(head.reason.of(buf));
-    out.extend_from_slice(b"\r\n");
+    keep_length: bool,
+) -> bool {
     // Fields `Connection` names go (RFC 9110 §7.6.1), a `Close` field
     // with the `close` option too; those of the other two options,
     // `Keep-Alive` and `Upgrade`, are hop-by-hop already.
     let connection_names = head.connection.other || head.connection.close;
-    let (mut date, mut hsts) = (false, false);
+    let mut date = false;
     for field in fields {
         let name = field.name.of(buf);
         match field.known {
             Known::Connection | Known::Upgrade | Known::TransferEncoding => continue,
-            // Ours when the body is relayed; theirs when there is none.
-            Known::ContentLength if rw.framing != ClientFraming::Empty => continue,
+            Known::ContentLength if !keep_length => continue,
             _ => {}
         }
         if HOP_BY_HOP
@@ -325,31 +296,7 @@ pub fn write_response_head(
             continue;
         }
         date |= names(name, b"date", false);
-        hsts |= names(name, b"strict-transport-security", false);
         out.extend_from_slice(field.line.of(buf));
     }
-    if !date {
-        field_line(out, b"date", rw.date);
-    }
-    if let (false, Some(value)) = (hsts, rw.hsts) {
-        field_line(out, b"strict-transport-security", value);
-    }
-    match rw.framing {
-        ClientFraming::Length(n) => {
-            let _ = write!(out, "content-length: {n}\r\n");
-        }
-        // The upstream's own Content-Length, passed above: a HEAD or 304
-        // answer's describes the body it would have had.
-        ClientFraming::Empty | ClientFraming::UntilClose => {}
-        ClientFraming::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-    }
-    if let Some(protocol) = rw.upgrade {
-        field_line(out, b"upgrade", protocol);
-        out.extend_from_slice(b"connection: upgrade\r\n");
-    } else if rw.close || rw.framing == ClientFraming::UntilClose {
-        out.extend_from_slice(b"connection: close\r\n");
-    } else if rw.version == Version::Http10 {
-        out.extend_from_slice(b"connection: keep-alive\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
+    date
 }

@@ -262,7 +262,8 @@ impl Upstream {
 
     /// Sends a request of `method` on a connection of crawlgate's own
     /// `pool`, its head written by `write` with the framing the body
-    /// goes with; the retry writes the same head again.
+    /// goes with; the retry writes the same head again. With `as_bytes`,
+    /// the answer's fields stay in its head's bytes ([`ClientHead`]).
     async fn send_native(
         &self,
         pool: &Arc<conn::Pool>,
@@ -270,6 +271,7 @@ impl Upstream {
         write: impl Fn(&mut Vec<u8>, Sending),
         body: RequestBody,
         retry: bool,
+        as_bytes: bool,
     ) -> Result<Response<Answer>, (BodyError, bool)> {
         let has_body = !body.is_end_stream();
         let len = body.size_hint().exact();
@@ -286,10 +288,14 @@ impl Upstream {
         let head_request = *method == Method::HEAD;
         let head = |out: &mut Vec<u8>| write(out, sending);
         let body = (sending != Sending::None).then_some(body);
-        let result = match pool.send(false, head, body, sending, head_request).await {
+        let result = match pool
+            .send(false, head, body, sending, head_request, as_bytes)
+            .await
+        {
             Err(failure) if retry && failure.stale => {
                 tracing::debug!(error = %failure.error, "retrying an idempotent request on a fresh connection");
-                pool.send(true, head, None, sending, head_request).await
+                pool.send(true, head, None, sending, head_request, as_bytes)
+                    .await
             }
             other => other,
         };
@@ -313,7 +319,10 @@ impl Upstream {
     /// `own_head` is the head `req` was made from when crawlgate's own
     /// layer read it: crawlgate's own connections then write the upstream
     /// head from its bytes ([`head::write_request_head`]) rather than
-    /// from `req`'s fields. `req` must not have been changed since.
+    /// from `req`'s fields. `req` must not have been changed since. When
+    /// its `answer_as_bytes` says so, the answer's fields are left in its
+    /// head's bytes ([`ResponseBody::upstream_head`]), its `HeaderMap`
+    /// empty, for that layer to copy.
     pub async fn forward<B>(
         &self,
         req: Request<B>,
@@ -387,7 +396,7 @@ impl Upstream {
                     head::write_request_head(out, raw.buf, raw.head, raw.fields, &rw);
                 };
                 return self
-                    .send_native(pool, &parts.method, write, body, retry)
+                    .send_native(pool, &parts.method, write, body, retry, raw.answer_as_bytes)
                     .await;
             }
             join_cookies(&mut parts.headers);
@@ -415,7 +424,7 @@ impl Upstream {
             match &self.native {
                 Some(pool) => {
                     let write = |out: &mut Vec<u8>, sending| conn::write_head(out, &parts, sending);
-                    self.send_native(pool, &parts.method, write, body, retry)
+                    self.send_native(pool, &parts.method, write, body, retry, false)
                         .await
                 }
                 None => self.send_hyper(parts, body, retry).await,

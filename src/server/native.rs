@@ -3,7 +3,7 @@
 //!
 //! A connection waiting for its next request holds no buffer: it waits
 //! for the socket to become readable, then takes a [`Scratch`] (read
-//! buffer, field table, write buffer) from its worker's [`BufPool`],
+//! buffer, field tables, write buffer) from its worker's [`BufPool`],
 //! reads and parses the head in place ([`crate::http1::parse_request`],
 //! strict on every request-smuggling shape: 400 or 431 and the connection
 //! closed), and gives the scratch back when no byte of a next request is
@@ -14,10 +14,12 @@
 //! of the one read buffer, and the parsed head itself, from whose bytes
 //! crawlgate's own upstream connections copy the fields that pass), with
 //! its body fed from the connection as it is asked for ([`FedBody`]:
-//! backpressure, `100 Continue` when the request expects it). The response head is written by this module, the
-//! body relayed with the framing HTTP/1.1 requires: the length the
-//! response declares or knows, else chunked (HTTP/1.1 clients) or to the
-//! close (HTTP/1.0). A body that fails mid-way leaves the connection
+//! backpressure, `100 Continue` when the request expects it). The
+//! response head is written by this module (an upstream answer that
+//! crawlgate's own upstream connection left as bytes has its field lines
+//! copied from them), the body relayed with the framing HTTP/1.1
+//! requires: the length the response declares or knows, else chunked
+//! (HTTP/1.1 clients) or to the close (HTTP/1.0). A body that fails mid-way leaves the connection
 //! closed without its end: never presented as complete.
 //!
 //! Timeouts and drain are those of hyper's layer: the header-read timeout
@@ -53,7 +55,7 @@ use crate::tunnel::{OwnConnection, UpgradeSlot};
 mod response;
 mod socket;
 
-use response::{field_line, status_line, write_response, Written, DATE_NOW};
+use response::{field_line, status_line, write_response, Answering, Written, DATE_NOW};
 use socket::{linger, read_some, try_read, write_all, Prefixed, ReadSize};
 
 /// A read buffer's first size: a browser's head fits.
@@ -82,6 +84,8 @@ pub(super) struct Scratch {
     fields: Vec<Field>,
     /// A response on its way out.
     out: Vec<u8>,
+    /// The fields of an upstream's answer head copied to the client.
+    answer: Vec<Field>,
 }
 
 /// One worker's scratches, lent to its connections while they serve a
@@ -107,12 +111,14 @@ impl BufPool {
         if scratch.buf.capacity() > POOLED_MAX
             || scratch.out.capacity() > POOLED_MAX
             || scratch.fields.capacity() > 256
+            || scratch.answer.capacity() > 256
         {
             return;
         }
         scratch.buf.clear();
         scratch.out.clear();
         scratch.fields.clear();
+        scratch.answer.clear();
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         if free.len() < POOLED {
             free.push(scratch);
@@ -301,6 +307,7 @@ async fn exchange(
         buf: &head_bytes,
         head: &head,
         fields: &s.fields,
+        answer_as_bytes: true,
     };
     let response = Box::pin(service::handle(worker, info, slot.clone(), req, Some(own)));
 
@@ -322,13 +329,18 @@ async fn exchange(
             None => true,
         }
     };
-    let out = &mut s.out;
+    let (out, answer) = (&mut s.out, &mut s.answer);
     let draining = &*phase;
     let written = async {
         let Ok(res) = response.await;
-        let draining = *draining.borrow() != Phase::Serve;
-        let persists = head.persists() && settled.load(Ordering::Relaxed);
-        write_response(stream, out, res, head.version, persists, is_head, draining).await
+        let to = Answering {
+            version: head.version,
+            persists: head.persists() && settled.load(Ordering::Relaxed),
+            is_head,
+            draining: *draining.borrow() != Phase::Serve,
+        };
+        let upstream = res.body().upstream_head().cloned();
+        write_response(stream, out, res, upstream.map(|head| (head, answer)), to).await
     };
     let mut feeding = pin!(feeding);
     let mut written = pin!(written);
@@ -641,7 +653,13 @@ async fn refuse(
                 http::Version::HTTP_10 => Version::Http10,
                 _ => Version::Http11,
             };
-            let _ = write_response(stream, &mut s.out, res, version, false, false, true).await;
+            let to = Answering {
+                version,
+                persists: false,
+                is_head: false,
+                draining: true,
+            };
+            let _ = write_response(stream, &mut s.out, res, None, to).await;
             return;
         }
     }

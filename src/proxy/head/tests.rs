@@ -317,24 +317,21 @@ proptest! {
     }
 }
 
-fn response_head(
-    raw: &[u8],
-    head_request: bool,
-    rw: &ResponseRewrite<'_>,
-) -> (String, Vec<(String, String)>) {
+/// The fields `copy_response_fields` passes on from the answer `raw`,
+/// lower-cased and sorted, and whether it said a `Date` was among them.
+fn copied(raw: &[u8], head_request: bool, keep_length: bool) -> (Vec<(String, String)>, bool) {
     let mut fields = Vec::new();
     let head = crate::http1::parse_response(raw, head_request, 64 * 1024, 100, &mut fields)
         .expect("valid")
         .expect("complete");
-    let mut out = Vec::new();
-    write_response_head(&mut out, raw, &head, &fields, rw);
+    let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();
+    let date = copy_response_fields(&mut out, raw, &head, &fields, keep_length);
+    out.extend_from_slice(b"\r\n");
     let mut sent = Vec::new();
-    let again = crate::http1::parse_response(&out, head_request, 64 * 1024, 200, &mut sent)
-        .expect("the written head parses")
+    let again = crate::http1::parse_response(&out, true, 64 * 1024, 200, &mut sent)
+        .expect("the copied lines parse")
         .expect("complete");
     assert_eq!(again.len, out.len());
-    let text = String::from_utf8_lossy(&out);
-    let status_line = text.split("\r\n").next().unwrap_or_default().to_owned();
     let mut pairs: Vec<(String, String)> = sent
         .iter()
         .map(|f| {
@@ -345,84 +342,40 @@ fn response_head(
         })
         .collect();
     pairs.sort();
-    (status_line, pairs)
-}
-
-fn rw(version: Version, framing: ClientFraming, close: bool) -> ResponseRewrite<'static> {
-    ResponseRewrite {
-        version,
-        framing,
-        date: b"Thu, 03 Dec 2026 22:00:00 GMT",
-        hsts: None,
-        upgrade: None,
-        close,
-    }
+    (pairs, date)
 }
 
 #[test]
-fn response_heads_lose_hop_by_hop_fields_and_get_this_hops_framing() {
-    let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: keep-alive, X-Internal\r\nX-Internal: secret\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nSet-Cookie: a=b\r\nSet-Cookie: c=d\r\n\r\n";
-    let (status, pairs) = response_head(
-        raw,
-        false,
-        &rw(Version::Http11, ClientFraming::Chunked, false),
-    );
-    assert_eq!(status, "HTTP/1.1 200 OK");
+fn response_fields_lose_hop_by_hop_and_framing_fields() {
+    let raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: keep-alive, X-Internal\r\nX-Internal: secret\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\nSet-Cookie: a=b\r\nSet-Cookie: c=d\r\nProxy-Connection: x\r\n\r\n";
+    let (pairs, date) = copied(raw, false, false);
     let names: Vec<&str> = pairs.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "content-type",
-            "date",
-            "set-cookie",
-            "set-cookie",
-            "transfer-encoding"
-        ]
-    );
-    // An HTTP/1.0 client gets the body to the close.
-    let (status, pairs) = response_head(
-        raw,
-        false,
-        &rw(Version::Http10, ClientFraming::UntilClose, true),
-    );
-    assert_eq!(status, "HTTP/1.0 200 OK");
-    assert!(pairs.contains(&("connection".to_owned(), "close".to_owned())));
-    assert!(!pairs.iter().any(|(n, _)| n == "transfer-encoding"));
+    assert_eq!(names, ["content-type", "set-cookie", "set-cookie"]);
+    assert!(!date);
 }
 
 #[test]
-fn a_head_or_304_answer_keeps_the_upstreams_length_and_date() {
+fn a_head_answer_keeps_the_upstreams_length_and_date() {
     let raw =
         b"HTTP/1.1 200 OK\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 1234\r\n\r\n";
-    let (_, pairs) = response_head(raw, true, &rw(Version::Http11, ClientFraming::Empty, false));
+    let (pairs, date) = copied(raw, true, true);
+    assert_eq!(
+        pairs,
+        [
+            ("content-length".to_owned(), "1234".to_owned()),
+            (
+                "date".to_owned(),
+                "Mon, 01 Jan 2024 00:00:00 GMT".to_owned()
+            ),
+        ]
+    );
+    assert!(date);
+    // A relayed body's length is this hop's, not copied.
+    let (pairs, _) = copied(raw, false, false);
     assert!(
-        pairs.contains(&("content-length".to_owned(), "1234".to_owned())),
+        !pairs.iter().any(|(n, _)| n == "content-length"),
         "{pairs:?}"
     );
-    assert!(pairs.contains(&(
-        "date".to_owned(),
-        "Mon, 01 Jan 2024 00:00:00 GMT".to_owned()
-    )));
-    assert_eq!(pairs.iter().filter(|(n, _)| n == "date").count(), 1);
-    // A relayed body's length is this hop's, written once.
-    let (_, pairs) = response_head(
-        raw,
-        false,
-        &rw(Version::Http11, ClientFraming::Length(1234), false),
-    );
-    assert_eq!(
-        pairs.iter().filter(|(n, _)| n == "content-length").count(),
-        1
-    );
-    // HTTP/1.0 keep-alive is said; HSTS added when missing.
-    let mut with_hsts = rw(Version::Http10, ClientFraming::Length(1234), false);
-    with_hsts.hsts = Some(b"max-age=63072000");
-    let (_, pairs) = response_head(raw, false, &with_hsts);
-    assert!(pairs.contains(&("connection".to_owned(), "keep-alive".to_owned())));
-    assert!(pairs.contains(&(
-        "strict-transport-security".to_owned(),
-        "max-age=63072000".to_owned()
-    )));
 }
 
 proptest! {
@@ -433,7 +386,8 @@ proptest! {
     })]
 
     /// The upstream's fields reach the client as the hyper layer's
-    /// `strip_hop_by_hop` leaves them, plus this hop's own.
+    /// `strip_hop_by_hop` leaves them, but the framing ones, which are
+    /// this hop's.
     #[test]
     fn response_fields_are_those_hyper_would_keep(
         fields in prop::collection::vec(field(), 0..10),
@@ -449,7 +403,8 @@ proptest! {
             raw.push_str(&format!("Connection: {}\r\n", tokens.join(", ")));
         }
         raw.push_str("\r\n");
-        let (_, sent) = response_head(raw.as_bytes(), false, &rw(Version::Http11, ClientFraming::Length(5), false));
+        let (sent, date) = copied(raw.as_bytes(), false, false);
+        prop_assert!(date);
         let mut fields = Vec::new();
         let head = crate::http1::parse_response(raw.as_bytes(), false, 64 * 1024, 100, &mut fields)
             .expect("valid")
@@ -465,6 +420,7 @@ proptest! {
         crate::proxy::headers::strip_hop_by_hop(&mut map);
         let mut want: Vec<(String, String)> = map
             .iter()
+            .filter(|(n, _)| *n != http::header::CONTENT_LENGTH && *n != http::header::TRANSFER_ENCODING)
             .map(|(n, v)| (n.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes().trim_ascii()).into_owned()))
             .collect();
         want.sort();

@@ -15,7 +15,8 @@ use tokio::net::TcpStream;
 
 use super::socket::write_all;
 use super::WRITE_BUF;
-use crate::http1::{self, decimal, hexadecimal, Version};
+use crate::http1::{self, decimal, hexadecimal, BodyFraming, Field, Version};
+use crate::proxy::head::copy_response_fields;
 pub(super) use crate::proxy::head::field_line;
 
 /// How a response left the connection.
@@ -45,87 +46,52 @@ enum Framing {
     UntilClose,
 }
 
-/// Writes `res` to the client of a request of `version` (whose
-/// connection `persists`, as far as it says): the head, then the body
-/// relayed with its framing. `Err` when the body failed or the
-/// client is gone: the connection is then closed, the message unfinished.
-pub(super) async fn write_response<B: Body<Data = Bytes>>(
+/// The request a response answers, as far as writing it goes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Answering {
+    /// The client's version.
+    pub(super) version: Version,
+    /// Whether the connection may carry another request, as far as the
+    /// request and the body it came with say.
+    pub(super) persists: bool,
+    /// A HEAD request: the answer has no body.
+    pub(super) is_head: bool,
+    /// The server is draining: the connection closes after this.
+    pub(super) draining: bool,
+}
+
+/// Writes `res` to the client of the request `to`: the head, then the
+/// body relayed with its framing. `upstream` is the upstream's answer
+/// head when `res`'s fields were left in its bytes (its `HeaderMap` then
+/// holds only fields added since), with a field table to parse it into.
+/// `Err` when the body failed or the client is gone: the connection is
+/// then closed, the message unfinished.
+///
+/// The head is written before the first await, so that the future holds
+/// the body only, not the response's head.
+pub(super) fn write_response<'a, B: Body<Data = Bytes> + 'a>(
+    stream: &'a TcpStream,
+    out: &'a mut Vec<u8>,
+    res: Response<B>,
+    upstream: Option<(Bytes, &mut Vec<Field>)>,
+    to: Answering,
+) -> impl std::future::Future<Output = io::Result<Written>> + 'a {
+    let (parts, body) = res.into_parts();
+    let switched = parts.status == StatusCode::SWITCHING_PROTOCOLS;
+    let head = write_head(out, &parts, upstream, to, body.size_hint().exact());
+    relay(stream, out, body, head, switched)
+}
+
+/// Sends the head in `out` (as [`write_head`] said how the body goes and
+/// whether the connection persists), then `body`.
+async fn relay<B: Body<Data = Bytes>>(
     stream: &TcpStream,
     out: &mut Vec<u8>,
-    res: Response<B>,
-    version: Version,
-    persists: bool,
-    is_head: bool,
-    draining: bool,
+    body: B,
+    head: io::Result<(Framing, bool)>,
+    switched: bool,
 ) -> io::Result<Written> {
-    let (parts, body) = res.into_parts();
-    let status = parts.status;
-    let headers = &parts.headers;
-    let switched = status == StatusCode::SWITCHING_PROTOCOLS;
-    // Neither a body nor a length (RFC 9110 §8.6: a 204 has none, a
-    // 304's is its representation's, which hyper's layer does not pass
-    // on either; the differential test holds the two alike).
-    let lengthless = http1::bodiless_status(status.as_u16());
-    let bodiless = is_head || lengthless;
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let exact = body.size_hint().exact();
-    let framing = if bodiless {
-        Framing::None
-    } else if let Some(n) = declared.or(exact) {
-        Framing::Length(n)
-    } else if version == Version::Http11 {
-        Framing::Chunked
-    } else {
-        Framing::UntilClose
-    };
-    let says_close = headers
-        .get_all(CONNECTION)
-        .iter()
-        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-    let keep_alive =
-        !switched && persists && !says_close && !draining && framing != Framing::UntilClose;
-
-    out.clear();
-    status_line(out, status);
-    for (name, value) in headers {
-        if name == TRANSFER_ENCODING
-            || (name == CONTENT_LENGTH && (framing != Framing::None || lengthless))
-        {
-            continue;
-        }
-        if name == CONNECTION && !switched {
-            continue;
-        }
-        field_line(out, name.as_str().as_bytes(), value.as_bytes());
-    }
-    if !headers.contains_key(DATE) {
-        DATE_NOW.with(|date| field_line(out, b"date", &date.now()));
-    }
-    match framing {
-        Framing::Length(n) => {
-            field_line(out, b"content-length", decimal(n, &mut [0; 20]));
-        }
-        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
-        // A HEAD answer says the length its GET would have, as known.
-        Framing::None if is_head && !lengthless && declared.is_none() => {
-            if let Some(n) = exact.filter(|&n| n > 0) {
-                field_line(out, b"content-length", decimal(n, &mut [0; 20]));
-            }
-        }
-        Framing::None | Framing::UntilClose => {}
-    }
-    if !switched {
-        // HTTP/1.0 closes unless told otherwise.
-        if !keep_alive && (version == Version::Http11 || says_close) {
-            out.extend_from_slice(b"connection: close\r\n");
-        } else if keep_alive && version == Version::Http10 {
-            out.extend_from_slice(b"connection: keep-alive\r\n");
-        }
-    }
-    out.extend_from_slice(b"\r\n");
-
+    let (framing, keep_alive) = head?;
     if framing == Framing::None {
         // Unread: a HEAD, 1xx, 204 or 304 has no body for the client.
         drop(body);
@@ -210,6 +176,118 @@ pub(super) async fn write_response<B: Body<Data = Bytes>>(
     } else {
         Written::Close
     })
+}
+
+/// Writes to `out` the head of the response `parts` (or of the
+/// upstream's answer `upstream`, parsed again as crawlgate's own upstream
+/// connection parsed it: the same bytes, the same request method), whose
+/// body's length is `exact` when known. Says how the body goes, and
+/// whether the connection may serve another request after it.
+fn write_head(
+    out: &mut Vec<u8>,
+    parts: &http::response::Parts,
+    upstream: Option<(Bytes, &mut Vec<Field>)>,
+    to: Answering,
+    exact: Option<u64>,
+) -> io::Result<(Framing, bool)> {
+    let Answering {
+        version,
+        persists,
+        is_head,
+        draining,
+    } = to;
+    let status = parts.status;
+    let headers = &parts.headers;
+    let copied = match upstream {
+        Some((bytes, fields)) => {
+            match http1::parse_response(&bytes, is_head, usize::MAX, http1::MAX_FIELDS, fields) {
+                Ok(Some(head)) => Some((bytes, head, &*fields)),
+                _ => return Err(io::Error::other("the upstream's head no longer parses")),
+            }
+        }
+        None => None,
+    };
+    let switched = status == StatusCode::SWITCHING_PROTOCOLS;
+    // Neither a body nor a length (RFC 9110 §8.6: a 204 has none, a
+    // 304's is its representation's, which hyper's layer does not pass
+    // on either; the differential test holds the two alike).
+    let lengthless = http1::bodiless_status(status.as_u16());
+    let bodiless = is_head || lengthless;
+    let declared = match &copied {
+        // A length that frames the body (one beside a Transfer-Encoding
+        // does not, and is not kept in a `HeaderMap` either).
+        Some((_, head, _)) => match head.body {
+            BodyFraming::Length(n) => Some(n),
+            BodyFraming::Empty if !bodiless => Some(0),
+            _ => None,
+        },
+        None => headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok()),
+    };
+    let framing = if bodiless {
+        Framing::None
+    } else if let Some(n) = declared.or(exact) {
+        Framing::Length(n)
+    } else if version == Version::Http11 {
+        Framing::Chunked
+    } else {
+        Framing::UntilClose
+    };
+    let says_close = headers
+        .get_all(CONNECTION)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let keep_alive =
+        !switched && persists && !says_close && !draining && framing != Framing::UntilClose;
+
+    out.clear();
+    status_line(out, status);
+    // A length is passed on only for an answer without a body relayed
+    // that may have one (a HEAD's); a relayed body's is this hop's.
+    let keep_length = framing == Framing::None && !lengthless;
+    let mut date = false;
+    if let Some((bytes, head, fields)) = &copied {
+        date = copy_response_fields(out, bytes, head, fields, keep_length);
+    }
+    // The fields of the `HeaderMap`: all of them, or those added to a
+    // copied answer's.
+    for (name, value) in headers {
+        if name == TRANSFER_ENCODING
+            || (name == CONTENT_LENGTH && !keep_length)
+            || (name == CONNECTION && !switched)
+        {
+            continue;
+        }
+        field_line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !date && !headers.contains_key(DATE) {
+        DATE_NOW.with(|date| field_line(out, b"date", &date.now()));
+    }
+    match framing {
+        Framing::Length(n) => {
+            field_line(out, b"content-length", decimal(n, &mut [0; 20]));
+        }
+        Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        // A HEAD answer says the length its GET would have, as known (a
+        // copied one says the upstream's).
+        Framing::None if is_head && !lengthless && declared.is_none() && copied.is_none() => {
+            if let Some(n) = exact.filter(|&n| n > 0) {
+                field_line(out, b"content-length", decimal(n, &mut [0; 20]));
+            }
+        }
+        Framing::None | Framing::UntilClose => {}
+    }
+    if !switched {
+        // HTTP/1.0 closes unless told otherwise.
+        if !keep_alive && (version == Version::Http11 || says_close) {
+            out.extend_from_slice(b"connection: close\r\n");
+        } else if keep_alive && version == Version::Http10 {
+            out.extend_from_slice(b"connection: keep-alive\r\n");
+        }
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok((framing, keep_alive))
 }
 
 /// A body that failed after its head: what was gathered of it still
