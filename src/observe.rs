@@ -163,7 +163,7 @@ impl Observed {
     /// The upstream's answer head as it came, when the response's fields
     /// are in it rather than in the `HeaderMap`
     /// ([`crate::proxy::body::ResponseBody::upstream_head`]).
-    pub fn upstream_head(&self) -> Option<&Bytes> {
+    pub fn upstream_head(&self) -> Option<(&Bytes, &crate::http1::ResponseHead)> {
         match &self.body {
             http_body_util::Either::Left(body) => body.upstream_head(),
             http_body_util::Either::Right(_) => None,

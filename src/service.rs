@@ -374,7 +374,7 @@ where
     // `HeaderMap`).
     let reads_fields = class == UaClass::Bot && shared.caches.bot.is_some();
     let own_head = own_head.map(|head| ClientHead {
-        answer_as_bytes: head.answer_as_bytes && !reads_fields,
+        answer: head.answer.filter(|_| !reads_fields),
         ..head
     });
     pending.in_flight = Some(process.metrics.upstream_in_flight());

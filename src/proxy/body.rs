@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::conn::NativeBody;
 use super::error::{BodyError, ProxyError};
 use crate::clock::Progress;
+use crate::http1::ResponseHead;
 
 /// What happened to a request body on its way upstream; shared between
 /// the body (which writes) and the waiting request (which reads).
@@ -363,11 +364,12 @@ impl ResponseBody {
         }
     }
 
-    /// The upstream's answer head as it came, when the response's fields
-    /// were left in it rather than put in its `HeaderMap` (see
-    /// [`super::Upstream::forward`]): the `HeaderMap` then holds only
-    /// fields added since.
-    pub fn upstream_head(&self) -> Option<&Bytes> {
+    /// The upstream's answer head as it came, and as it was parsed, when
+    /// the response's fields were left in it rather than put in its
+    /// `HeaderMap` (see [`super::Upstream::forward`]; the parsed fields
+    /// are in the table the request's head brought): the `HeaderMap` then
+    /// holds only fields added since.
+    pub fn upstream_head(&self) -> Option<(&Bytes, &ResponseHead)> {
         match &self.inner {
             Answer::Native(body) => body.head(),
             Answer::Hyper(_) => None,

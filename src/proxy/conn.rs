@@ -307,7 +307,7 @@ impl Pool {
         body: Option<RequestBody>,
         sending: Sending,
         head_request: bool,
-        as_bytes: bool,
+        table: Option<&Mutex<Vec<Field>>>,
     ) -> Result<Response<NativeBody>, Failure> {
         let pooled = if fresh { None } else { self.checkout() };
         let mut conn = match pooled {
@@ -322,7 +322,7 @@ impl Pool {
             Sent::Going(task) => Some(task),
             Sent::Whole | Sent::Failed => None,
         };
-        conn.respond(answer, reusable, writing, Arc::clone(self), as_bytes)
+        conn.respond(answer, reusable, writing, Arc::clone(self), table)
     }
 }
 
@@ -444,21 +444,24 @@ impl Conn {
 
     /// The response `head` just read, with its body to be read off this
     /// connection; the connection goes back to `pool` after it when
-    /// `reusable`. With `as_bytes`, the fields stay in the head's bytes,
-    /// which the body carries ([`NativeBody::head`]), and the response's
-    /// `HeaderMap` is left empty (but for a `101`'s).
+    /// `reusable`. With a `table`, the fields stay in the head's bytes,
+    /// which the body carries with the head ([`NativeBody::head`]), the
+    /// parsed fields go to the table (which gives this connection its own
+    /// in exchange: no allocation), and the response's `HeaderMap` is
+    /// left empty (but for a `101`'s).
     fn respond(
         mut self: Box<Self>,
         head: http1::ResponseHead,
         reusable: bool,
         writing: Option<tokio::task::AbortHandle>,
         pool: Arc<Pool>,
-        as_bytes: bool,
+        table: Option<&Mutex<Vec<Field>>>,
     ) -> Result<Response<NativeBody>, Failure> {
         let bytes = self.buf.split_to(head.len).freeze();
         let invalid = |why| Failure::new(ResponseError::Malformed(why));
         let status = StatusCode::from_u16(head.status).map_err(|_| invalid("status code"))?;
-        let as_bytes = as_bytes && head.status != 101;
+        let table = table.filter(|_| head.status != 101);
+        let as_bytes = table.is_some();
         let mut headers = HeaderMap::with_capacity(if as_bytes { 0 } else { self.fields.len() });
         // A body framed otherwise has no length to pass on (RFC 9112
         // §6.3: Transfer-Encoding overrides Content-Length).
@@ -487,6 +490,12 @@ impl Conn {
         if head.status == 101 {
             return (*self).switch(status, headers, writing);
         }
+        if let Some(table) = table {
+            std::mem::swap(
+                &mut *table.lock().unwrap_or_else(PoisonError::into_inner),
+                &mut self.fields,
+            );
+        }
         self.wary = head.body == BodyFraming::Empty && announced;
         let framing = match head.body {
             BodyFraming::Empty => Framing::Done,
@@ -500,7 +509,7 @@ impl Conn {
             framing,
             writing: writing.map(Writing),
             read_size: ReadSize::new(),
-            head: as_bytes.then_some(bytes),
+            head: as_bytes.then_some((bytes, head)),
         };
         if matches!(body.framing, Framing::Done) {
             body.finish();
@@ -618,8 +627,9 @@ pub struct NativeBody {
     read_size: ReadSize,
     /// The answer's head as it came (interim answers left out), when its
     /// fields were left there rather than put in the response's
-    /// `HeaderMap`: crawlgate's own server layer copies them.
-    head: Option<Bytes>,
+    /// `HeaderMap` (and parsed into the table the caller gave): crawlgate's
+    /// own server layer copies them.
+    head: Option<(Bytes, http1::ResponseHead)>,
 }
 
 /// A task that is stopped when this is dropped.
@@ -635,8 +645,8 @@ impl Drop for Writing {
 impl NativeBody {
     /// The answer's head as it came, when the response's fields are in it
     /// rather than in its `HeaderMap`.
-    pub(super) fn head(&self) -> Option<&Bytes> {
-        self.head.as_ref()
+    pub(super) fn head(&self) -> Option<(&Bytes, &http1::ResponseHead)> {
+        self.head.as_ref().map(|(bytes, head)| (bytes, head))
     }
 
     /// The body has ended: the connection goes back to the pool when it

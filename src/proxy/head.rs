@@ -25,6 +25,7 @@
 //! which the server layer adds those this hop owes the client.
 
 use std::io::Write;
+use std::sync::Mutex;
 
 use http::header::HeaderName;
 
@@ -72,11 +73,12 @@ pub struct ClientHead<'a> {
     pub head: &'a RequestHead,
     /// Its fields.
     pub fields: &'a [Field],
-    /// Whether the answer from crawlgate's own upstream connections may
-    /// keep its fields in its head's bytes instead of the response's
-    /// `HeaderMap` (the layer that read this head then copies them:
-    /// [`copy_response_fields`]); `false` where the service reads them.
-    pub answer_as_bytes: bool,
+    /// Where crawlgate's own upstream connection leaves the answer's
+    /// parsed fields when it keeps them in the head's bytes instead of
+    /// the response's `HeaderMap` (the layer that read this head then
+    /// copies them: [`copy_response_fields`]); `None` where the service
+    /// reads them.
+    pub answer: Option<&'a Mutex<Vec<Field>>>,
 }
 
 /// Appends the field line `name: value`, CRLF included.

@@ -35,7 +35,7 @@ pub use headers::{ClientInfo, Robot};
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -47,6 +47,7 @@ use hyper_util::client::legacy::Client;
 use ipnet::IpNet;
 
 use crate::config::{Config, Http1Layer};
+use crate::http1::Field;
 use body::{Answer, BodyBytes, BodyState, RequestBody, ResponseBody};
 use client::{Connector, PoolSettings};
 use conn::Sending;
@@ -262,7 +263,7 @@ impl Upstream {
 
     /// Sends a request of `method` on a connection of crawlgate's own
     /// `pool`, its head written by `write` with the framing the body
-    /// goes with; the retry writes the same head again. With `as_bytes`,
+    /// goes with; the retry writes the same head again. With `answer`,
     /// the answer's fields stay in its head's bytes ([`ClientHead`]).
     async fn send_native(
         &self,
@@ -271,7 +272,7 @@ impl Upstream {
         write: impl Fn(&mut Vec<u8>, Sending),
         body: RequestBody,
         retry: bool,
-        as_bytes: bool,
+        answer: Option<&Mutex<Vec<Field>>>,
     ) -> Result<Response<Answer>, (BodyError, bool)> {
         let has_body = !body.is_end_stream();
         let len = body.size_hint().exact();
@@ -289,12 +290,12 @@ impl Upstream {
         let head = |out: &mut Vec<u8>| write(out, sending);
         let body = (sending != Sending::None).then_some(body);
         let result = match pool
-            .send(false, head, body, sending, head_request, as_bytes)
+            .send(false, head, body, sending, head_request, answer)
             .await
         {
             Err(failure) if retry && failure.stale => {
                 tracing::debug!(error = %failure.error, "retrying an idempotent request on a fresh connection");
-                pool.send(true, head, None, sending, head_request, as_bytes)
+                pool.send(true, head, None, sending, head_request, answer)
                     .await
             }
             other => other,
@@ -320,9 +321,9 @@ impl Upstream {
     /// layer read it: crawlgate's own connections then write the upstream
     /// head from its bytes ([`head::write_request_head`]) rather than
     /// from `req`'s fields. `req` must not have been changed since. When
-    /// its `answer_as_bytes` says so, the answer's fields are left in its
-    /// head's bytes ([`ResponseBody::upstream_head`]), its `HeaderMap`
-    /// empty, for that layer to copy.
+    /// it has an `answer` table, the answer's fields are left in its
+    /// head's bytes ([`ResponseBody::upstream_head`]) and parsed into
+    /// that table, its `HeaderMap` empty, for that layer to copy.
     pub async fn forward<B>(
         &self,
         req: Request<B>,
@@ -396,7 +397,7 @@ impl Upstream {
                     head::write_request_head(out, raw.buf, raw.head, raw.fields, &rw);
                 };
                 return self
-                    .send_native(pool, &parts.method, write, body, retry, raw.answer_as_bytes)
+                    .send_native(pool, &parts.method, write, body, retry, raw.answer)
                     .await;
             }
             join_cookies(&mut parts.headers);
@@ -424,7 +425,7 @@ impl Upstream {
             match &self.native {
                 Some(pool) => {
                     let write = |out: &mut Vec<u8>, sending| conn::write_head(out, &parts, sending);
-                    self.send_native(pool, &parts.method, write, body, retry, false)
+                    self.send_native(pool, &parts.method, write, body, retry, None)
                         .await
                 }
                 None => self.send_hyper(parts, body, retry).await,

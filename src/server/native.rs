@@ -84,8 +84,10 @@ pub(super) struct Scratch {
     fields: Vec<Field>,
     /// A response on its way out.
     out: Vec<u8>,
-    /// The fields of an upstream's answer head copied to the client.
-    answer: Vec<Field>,
+    /// The fields of an upstream's answer head copied to the client, as
+    /// crawlgate's own upstream connection parsed them (it swaps its own
+    /// table for this one).
+    answer: Mutex<Vec<Field>>,
 }
 
 /// One worker's scratches, lent to its connections while they serve a
@@ -111,19 +113,24 @@ impl BufPool {
         if scratch.buf.capacity() > POOLED_MAX
             || scratch.out.capacity() > POOLED_MAX
             || scratch.fields.capacity() > 256
-            || scratch.answer.capacity() > 256
+            || answer_table(&mut scratch.answer).capacity() > 256
         {
             return;
         }
         scratch.buf.clear();
         scratch.out.clear();
         scratch.fields.clear();
-        scratch.answer.clear();
+        answer_table(&mut scratch.answer).clear();
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         if free.len() < POOLED {
             free.push(scratch);
         }
     }
+}
+
+/// The answer table of a scratch no other task holds.
+fn answer_table(table: &mut Mutex<Vec<Field>>) -> &mut Vec<Field> {
+    table.get_mut().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// How an exchange left the connection.
@@ -307,7 +314,7 @@ async fn exchange(
         buf: &head_bytes,
         head: &head,
         fields: &s.fields,
-        answer_as_bytes: true,
+        answer: Some(&s.answer),
     };
     let response = Box::pin(service::handle(worker, info, slot.clone(), req, Some(own)));
 
@@ -329,7 +336,7 @@ async fn exchange(
             None => true,
         }
     };
-    let (out, answer) = (&mut s.out, &mut s.answer);
+    let (out, answer) = (&mut s.out, &s.answer);
     let draining = &*phase;
     let written = async {
         let Ok(res) = response.await;
@@ -339,8 +346,7 @@ async fn exchange(
             is_head,
             draining: *draining.borrow() != Phase::Serve,
         };
-        let upstream = res.body().upstream_head().cloned();
-        write_response(stream, out, res, upstream.map(|head| (head, answer)), to).await
+        write_response(stream, out, res, answer, to).await
     };
     let mut feeding = pin!(feeding);
     let mut written = pin!(written);
@@ -659,7 +665,7 @@ async fn refuse(
                 is_head: false,
                 draining: true,
             };
-            let _ = write_response(stream, &mut s.out, res, None, to).await;
+            let _ = write_response(stream, &mut s.out, res, &s.answer, to).await;
             return;
         }
     }

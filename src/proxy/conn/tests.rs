@@ -82,20 +82,20 @@ async fn a_connection_is_kept_until_an_answer_is_framed_both_ways() {
         (listener, heads)
     });
     let res = pool
-        .send(false, get("/1"), None, Sending::None, false, false)
+        .send(false, get("/1"), None, Sending::None, false, None)
         .await
         .expect("first");
     assert_eq!(res.headers()["x-site"], "one");
     assert_eq!(body_of(res).await.expect("body"), b"hello");
     assert_eq!(pool.idle_count(), 1);
     let res = pool
-        .send(false, get("/2"), None, Sending::None, false, false)
+        .send(false, get("/2"), None, Sending::None, false, None)
         .await
         .expect("second");
     assert_eq!(body_of(res).await.expect("body"), b"abcde");
     assert_eq!(pool.idle_count(), 1);
     let res = pool
-        .send(false, get("/3"), None, Sending::None, false, false)
+        .send(false, get("/3"), None, Sending::None, false, None)
         .await
         .expect("third");
     // A length beside chunks is not passed on, and not trusted again.
@@ -123,7 +123,7 @@ async fn an_interim_answer_is_skipped_and_a_body_read_to_the_close() {
         .await;
     });
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("answer");
     assert_eq!(res.status(), 200);
@@ -150,24 +150,24 @@ async fn a_reused_connection_closed_unanswered_is_stale() {
             .expect("part of an answer");
     });
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("first");
     assert_eq!(res.status(), 204);
     assert_eq!(pool.idle_count(), 1);
     let failure = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect_err("closed");
     assert!(failure.stale && !failure.connect, "{failure:?}");
     let failure = pool
-        .send(true, get("/"), None, Sending::None, false, false)
+        .send(true, get("/"), None, Sending::None, false, None)
         .await
         .expect_err("closed");
     assert!(failure.stale, "{failure:?}");
     assert!(failure.error.is::<ClosedEarly>(), "{failure:?}");
     let failure = pool
-        .send(true, get("/"), None, Sending::None, false, false)
+        .send(true, get("/"), None, Sending::None, false, None)
         .await
         .expect_err("cut");
     assert!(!failure.stale, "{failure:?}");
@@ -185,7 +185,7 @@ async fn a_pooled_connection_closed_since_is_not_taken() {
         let _ = closed_tx.send(());
     });
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("first");
     assert_eq!(res.status(), 204);
@@ -226,11 +226,11 @@ async fn idle_connections_are_swept() {
     });
     // Two exchanges at once, on two connections.
     let first = pool
-        .send(false, get("/1"), None, Sending::None, false, false)
+        .send(false, get("/1"), None, Sending::None, false, None)
         .await
         .expect("first");
     let second = pool
-        .send(false, get("/2"), None, Sending::None, false, false)
+        .send(false, get("/2"), None, Sending::None, false, None)
         .await
         .expect("second");
     assert_eq!(body_of(first).await.expect("body"), b"a");
@@ -284,7 +284,7 @@ async fn a_large_body_is_read_in_growing_pieces() {
         s
     });
     let res = pool
-        .send(false, get("/big"), None, Sending::None, false, false)
+        .send(false, get("/big"), None, Sending::None, false, None)
         .await
         .expect("answer");
     buffered.await.expect("buffered");
@@ -323,7 +323,7 @@ async fn a_switch_hands_the_connection_over() {
         );
     };
     let mut res = pool
-        .send(false, head, None, Sending::None, false, false)
+        .send(false, head, None, Sending::None, false, None)
         .await
         .expect("101");
     assert_eq!(res.status(), 101);
@@ -389,7 +389,7 @@ async fn late_bytes_after_a_304_are_not_taken_for_the_next_answer() {
         drop(first);
     });
     let res = pool
-        .send(false, get("/1"), None, Sending::None, false, false)
+        .send(false, get("/1"), None, Sending::None, false, None)
         .await
         .expect("304");
     assert_eq!(res.status(), 304);
@@ -399,7 +399,7 @@ async fn late_bytes_after_a_304_are_not_taken_for_the_next_answer() {
     // Blocks this runtime's only thread until the late bytes are sent.
     sent.recv().expect("late bytes sent");
     let res = pool
-        .send(false, get("/2"), None, Sending::None, false, false)
+        .send(false, get("/2"), None, Sending::None, false, None)
         .await
         .expect("second");
     assert_eq!(body_of(res).await.expect("body"), b"OK");
@@ -419,7 +419,7 @@ async fn a_faulty_interim_answer_leaves_the_connection_untrusted() {
         tokio::time::sleep(Duration::from_secs(30)).await;
     });
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("answer");
     assert_eq!(res.status(), 200);
@@ -446,7 +446,7 @@ async fn an_answer_before_the_whole_body_is_read_and_not_kept() {
     let head = |out: &mut Vec<u8>| {
         out.extend_from_slice(b"POST /up HTTP/1.1\r\nhost: up\r\ncontent-length: 1000\r\n\r\n");
     };
-    let sending = pool.send(false, head, Some(body), Sending::Length(1000), false, false);
+    let sending = pool.send(false, head, Some(body), Sending::Length(1000), false, None);
     let res = tokio::time::timeout(Duration::from_secs(10), sending)
         .await
         .expect("answered before the body ended")
@@ -492,7 +492,7 @@ async fn a_body_of_unknown_length_is_sent_chunked() {
         assert!(feed.send(Bytes::from_static(b" world")).await);
     };
     let (res, ()) = tokio::join!(
-        pool.send(false, head, Some(body), Sending::Chunked, false, false),
+        pool.send(false, head, Some(body), Sending::Chunked, false, None),
         feeding
     );
     assert_eq!(res.expect("answer").status(), 204);
@@ -528,18 +528,18 @@ async fn broken_answers_are_errors() {
         .await;
     });
     let failure = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect_err("two lengths");
     assert!(failure.error.is::<ResponseError>(), "{failure:?}");
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("head");
     let err = body_of(res).await.expect_err("cut short");
     assert!(err.is::<ClosedEarly>(), "{err:?}");
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("head");
     body_of(res).await.expect_err("a bad chunk size");
@@ -552,7 +552,7 @@ async fn a_dead_upstream_is_a_connect_failure() {
     let (listener, pool) = upstream(4).await;
     drop(listener);
     let failure = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect_err("dead");
     assert!(failure.connect && !failure.stale, "{failure:?}");
@@ -636,7 +636,7 @@ async fn the_body_goes_on_after_an_early_answer() {
         out.extend_from_slice(b"POST /echo HTTP/1.1\r\nhost: up\r\ncontent-length: 10\r\n\r\n");
     };
     let res = pool
-        .send(false, head, Some(body), Sending::Length(10), false, false)
+        .send(false, head, Some(body), Sending::Length(10), false, None)
         .await
         .expect("answer");
     // The answer came before any of the body was given.
@@ -676,7 +676,7 @@ async fn a_body_not_of_its_length_fails() {
             Some(body),
             Sending::Length(announced),
             false,
-            false,
+            None,
         );
         let failure = tokio::time::timeout(Duration::from_secs(10), sending)
             .await
@@ -705,7 +705,7 @@ async fn what_the_body_has_ready_goes_with_the_head() {
     let body = RequestBody::new(body, Some(Arc::new(BodyState::new())), None);
     let head = |out: &mut Vec<u8>| out.extend_from_slice(b"POST / HTTP/1.1\r\nhost: up\r\n\r\n");
     let failure = pool
-        .send(false, head, Some(body), Sending::Chunked, false, false)
+        .send(false, head, Some(body), Sending::Chunked, false, None)
         .await
         .expect_err("the body failed");
     assert!(
@@ -715,10 +715,12 @@ async fn what_the_body_has_ready_goes_with_the_head() {
     assert_eq!(server.await.expect("server"), b"");
 }
 
-/// Asked to, the answer keeps its fields in its head's bytes, which its
-/// body carries (interim answers left out), and its `HeaderMap` stays
+/// Given a table, the answer keeps its fields in its head's bytes,
+/// which its body carries with the parsed head (interim answers left
+/// out), the parsed fields go to the table, and its `HeaderMap` stays
 /// empty; a field value a `HeaderMap` would refuse is refused alike (by
-/// the parser).
+/// the parser). The table and the connection trade field lists: neither
+/// allocates one again.
 #[tokio::test]
 async fn an_answer_left_as_bytes_carries_its_head() {
     let (listener, pool) = upstream(4).await;
@@ -734,21 +736,31 @@ async fn an_answer_left_as_bytes_carries_its_head() {
             .expect("answer");
         let _ = s.read_u8().await;
     });
+    let table = Mutex::new(Vec::with_capacity(32));
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, true)
+        .send(false, get("/"), None, Sending::None, false, Some(&table))
         .await
         .expect("answer");
     assert!(res.headers().is_empty(), "{:?}", res.headers());
-    assert_eq!(
-        res.body().head().map(|h| &h[..]),
-        Some(&b"HTTP/1.1 200 OK\r\nX-Site: one\r\ncontent-length: 2\r\n\r\n"[..])
-    );
+    let raw = &b"HTTP/1.1 200 OK\r\nX-Site: one\r\ncontent-length: 2\r\n\r\n"[..];
+    let (bytes, head) = res.body().head().expect("the head carried");
+    assert_eq!(&bytes[..], raw);
+    assert_eq!((head.status, head.len), (200, raw.len()));
+    {
+        let fields = table.lock().expect("table");
+        let names: Vec<&[u8]> = fields.iter().map(|f| f.name.of(bytes)).collect();
+        assert_eq!(names, [&b"X-Site"[..], b"content-length"]);
+    }
     assert_eq!(body_of(res).await.expect("body"), b"hi");
+    // The connection now has the table's list, whose room it keeps.
+    let kept = pool.checkout().expect("kept");
+    assert!(kept.fields.capacity() >= 32);
+    pool.checkin(kept);
     let refused = pool
-        .send(false, get("/"), None, Sending::None, false, true)
+        .send(false, get("/"), None, Sending::None, false, Some(&table))
         .await;
     assert!(refused.is_err());
-    // Not asked to: a `HeaderMap`, and no head carried.
+    // Without a table: a `HeaderMap`, and no head carried.
     let (listener, pool) = upstream(4).await;
     tokio::spawn(async move {
         let _open = answer(
@@ -758,7 +770,7 @@ async fn an_answer_left_as_bytes_carries_its_head() {
         .await;
     });
     let res = pool
-        .send(false, get("/"), None, Sending::None, false, false)
+        .send(false, get("/"), None, Sending::None, false, None)
         .await
         .expect("answer");
     assert_eq!(res.headers()["x-site"], "one");

@@ -4,6 +4,7 @@
 
 use std::io;
 use std::pin::pin;
+use std::sync::{Mutex, PoisonError};
 use std::task::Poll;
 use std::time::SystemTime;
 
@@ -15,7 +16,8 @@ use tokio::net::TcpStream;
 
 use super::socket::write_all;
 use super::WRITE_BUF;
-use crate::http1::{self, decimal, hexadecimal, BodyFraming, Field, Version};
+use crate::http1::{self, decimal, hexadecimal, BodyFraming, Field, ResponseHead, Version};
+use crate::observe::Observed;
 use crate::proxy::head::copy_response_fields;
 pub(super) use crate::proxy::head::field_line;
 
@@ -61,24 +63,31 @@ pub(super) struct Answering {
 }
 
 /// Writes `res` to the client of the request `to`: the head, then the
-/// body relayed with its framing. `upstream` is the upstream's answer
-/// head when `res`'s fields were left in its bytes (its `HeaderMap` then
-/// holds only fields added since), with a field table to parse it into.
+/// body relayed with its framing. When `res`'s fields were left in the
+/// upstream's head (its `HeaderMap` then holds only fields added since),
+/// `answer` holds them as parsed.
 /// `Err` when the body failed or the client is gone: the connection is
 /// then closed, the message unfinished.
 ///
 /// The head is written before the first await, so that the future holds
 /// the body only, not the response's head.
-pub(super) fn write_response<'a, B: Body<Data = Bytes> + 'a>(
+pub(super) fn write_response<'a>(
     stream: &'a TcpStream,
     out: &'a mut Vec<u8>,
-    res: Response<B>,
-    upstream: Option<(Bytes, &mut Vec<Field>)>,
+    res: Response<Observed>,
+    answer: &Mutex<Vec<Field>>,
     to: Answering,
 ) -> impl std::future::Future<Output = io::Result<Written>> + 'a {
     let (parts, body) = res.into_parts();
     let switched = parts.status == StatusCode::SWITCHING_PROTOCOLS;
-    let head = write_head(out, &parts, upstream, to, body.size_hint().exact());
+    let exact = body.size_hint().exact();
+    let head = match body.upstream_head() {
+        Some((bytes, head)) => {
+            let fields = answer.lock().unwrap_or_else(PoisonError::into_inner);
+            write_head(out, &parts, Some((bytes, head, &fields)), to, exact)
+        }
+        None => write_head(out, &parts, None, to, exact),
+    };
     relay(stream, out, body, head, switched)
 }
 
@@ -178,15 +187,14 @@ async fn relay<B: Body<Data = Bytes>>(
     })
 }
 
-/// Writes to `out` the head of the response `parts` (or of the
-/// upstream's answer `upstream`, parsed again as crawlgate's own upstream
-/// connection parsed it: the same bytes, the same request method), whose
-/// body's length is `exact` when known. Says how the body goes, and
+/// Writes to `out` the head of the response `parts` (with the fields of
+/// the upstream's answer `upstream` when they were left in its bytes),
+/// whose body's length is `exact` when known. Says how the body goes, and
 /// whether the connection may serve another request after it.
 fn write_head(
     out: &mut Vec<u8>,
     parts: &http::response::Parts,
-    upstream: Option<(Bytes, &mut Vec<Field>)>,
+    copied: Option<(&[u8], &ResponseHead, &[Field])>,
     to: Answering,
     exact: Option<u64>,
 ) -> io::Result<(Framing, bool)> {
@@ -198,15 +206,6 @@ fn write_head(
     } = to;
     let status = parts.status;
     let headers = &parts.headers;
-    let copied = match upstream {
-        Some((bytes, fields)) => {
-            match http1::parse_response(&bytes, is_head, usize::MAX, http1::MAX_FIELDS, fields) {
-                Ok(Some(head)) => Some((bytes, head, &*fields)),
-                _ => return Err(io::Error::other("the upstream's head no longer parses")),
-            }
-        }
-        None => None,
-    };
     let switched = status == StatusCode::SWITCHING_PROTOCOLS;
     // Neither a body nor a length (RFC 9110 §8.6: a 204 has none, a
     // 304's is its representation's, which hyper's layer does not pass
@@ -247,7 +246,7 @@ fn write_head(
     // that may have one (a HEAD's); a relayed body's is this hop's.
     let keep_length = framing == Framing::None && !lengthless;
     let mut date = false;
-    if let Some((bytes, head, fields)) = &copied {
+    if let Some((bytes, head, fields)) = copied {
         date = copy_response_fields(out, bytes, head, fields, keep_length);
     }
     // The fields of the `HeaderMap`: all of them, or those added to a
