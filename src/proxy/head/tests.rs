@@ -167,8 +167,6 @@ fn a_browser_head_is_copied_with_ours_appended() {
     assert_eq!(pairs, hyper_layer(raw, false, false, None));
 }
 
-/// Split cookies become one field, an empty one included (found by the
-/// property below: the joined value ends in `; `, read as `;`).
 /// The request line sent upstream carries the path and query the
 /// service decided on (what `http::Uri` keeps of the target): origin
 /// form, a fragment cut off, an absolute form's authority taken out.
@@ -197,6 +195,8 @@ fn the_request_line_is_the_targets_path_and_query() {
     }
 }
 
+/// Split cookies become one field, an empty one included (found by the
+/// property below: the joined value ends in `; `, read as `;`).
 #[test]
 fn split_cookies_are_joined_as_the_hyper_layer_joins_them() {
     let raw = b"GET / HTTP/1.1\r\nHost: x\r\nCookie: a=b\r\nAccept: */*\r\ncookie: c=d\r\nCookie:\r\n\r\n";
@@ -279,9 +279,13 @@ proptest! {
     /// The native writer sends the upstream the same fields as the hyper
     /// layer's `HeaderMap` rewrite, for any mix of forwarding claims,
     /// hop-by-hop fields, crawlgate's own, cookies and Connection lists,
-    /// from a trusted proxy or not, human or robot, upgrade or not.
+    /// from a trusted proxy or not, human or robot, upgrade or not, for
+    /// any method and target form; and the request line `http::Uri`
+    /// reads of the target.
     #[test]
     fn the_same_fields_reach_the_upstream_as_through_hyper(
+        method in prop::sample::select(vec!["GET", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"]),
+        target in prop::sample::select(vec!["/p?q", "/", "/a/b?x=1&y=%20", "/a#frag", "http://example.com/p?q", "http://other.test:8080", "http://example.com?q=1"]),
         fields in prop::collection::vec(field(), 0..10),
         connection in prop::option::of(prop::sample::subsequence(vec!["keep-alive", "close", "Close", "upgrade", "Foo", "x-custom", "Host", "content-length", "Referer"], 0..4)),
         trusted: bool,
@@ -289,7 +293,7 @@ proptest! {
         upgrade: bool,
         chunked: bool,
     ) {
-        let mut raw = String::from("POST /p?q HTTP/1.1\r\nHost: example.com\r\n");
+        let mut raw = format!("{method} {target} HTTP/1.1\r\nHost: example.com\r\n");
         let mut has_length = false;
         for (name, value) in &fields {
             if name == "Content-Length" {
@@ -310,10 +314,14 @@ proptest! {
         }
         raw.push_str("\r\n");
         let upgrade = upgrade.then_some(&b"websocket"[..]);
-        let Some((_, sent)) = native(raw.as_bytes(), trusted, robot, upgrade) else {
+        let Some((line, sent)) = native(raw.as_bytes(), trusted, robot, upgrade) else {
             return Err(TestCaseError::fail(format!("refused: {raw:?}")));
         };
         prop_assert_eq!(sent, hyper_layer(raw.as_bytes(), trusted, robot, upgrade), "{}", raw);
+        let uri: http::Uri = target.parse().expect("uri");
+        let pq = uri.path_and_query().map_or("/", |pq| pq.as_str());
+        let pq = if pq.starts_with('/') { pq.to_owned() } else { format!("/{pq}") };
+        prop_assert_eq!(line, format!("{method} {pq}"), "{}", raw);
     }
 }
 
