@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// One response as the client read it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Answer {
     status: u16,
     /// Field lines but `Date`, lower-cased names, sorted.
@@ -46,7 +46,9 @@ fn answers(mut buf: &[u8], head_request: &[bool]) -> (Vec<Answer>, bool) {
         let mut fields: Vec<(String, String)> = lines
             .filter_map(|l| l.split_once(':'))
             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-            .filter(|(k, _)| k != "date")
+            // Each proxy's own clock: the two were started apart (a
+            // robots.txt it writes is as new as the proxy).
+            .filter(|(k, _)| k != "date" && k != "last-modified")
             // hyper's layer answers an HTTP/1.0 keep-alive request it
             // closes with `Connection: close, keep-alive`: read as close.
             .map(|(k, v)| match k.as_str() {
@@ -254,6 +256,29 @@ async fn same_on_both(
     if refused && theirs.len() <= ours.len() && theirs == &ours[..theirs.len()] {
         return Ok(());
     }
+    // A request that expected `100 Continue` and whose body was not
+    // read: hyper's layer closes after the answer; the native layer keeps
+    // the connection when the whole body has come by then (read and
+    // dropped). The same answer but for that close, and no more than
+    // the native layer served after it.
+    let kept = a.len() == agreed + 1
+        && b.len() > agreed
+        && shown.to_ascii_lowercase().contains("expect: 100-continue")
+        && a[agreed]
+            .fields
+            .contains(&("connection".to_owned(), "close".to_owned()))
+        && Answer {
+            fields: a[agreed]
+                .fields
+                .iter()
+                .filter(|(k, _)| k != "connection")
+                .cloned()
+                .collect(),
+            ..a[agreed].clone()
+        } == b[agreed];
+    if kept && ours.len() <= theirs.len() && ours == &theirs[..ours.len()] {
+        return Ok(());
+    }
     Err(format!(
         "answers differ for {shown:?}\nhyper:  {a:?}\nnative: {b:?}\nforwarded by hyper's: {ours:?}\nby native: {theirs:?}"
     ))
@@ -275,6 +300,9 @@ fn cases() -> Vec<(&'static str, String)> {
         // Found by the generated streams: a `100 Continue` before the
         // HEAD's answer, whose body is then 4 bytes that are not a chunk,
         // and a garbage request after it.
+        // Found by the generated streams: hyper's layer closes after the
+        // answer; the native one may keep the connection.
+        ("Expect with a body nobody reads", "GET / HTTP/1.1\r\nHost: example.com:80\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n".to_owned()),
         ("HEAD with Expect and a body", "HEAD /index.php?id=1 HTTP/1.1\r\nContent-Length: 4\r\nHost: example.com\r\nExpect: 100-continue\r\n\r\n4\r\nabcd\r\n0\r\n\r\n".to_owned()),
         ("a robot's action URL", format!("GET /doku.php?id=x&do=edit HTTP/1.1\r\nHost: example.com\r\n{googlebot}Connection: close\r\n\r\n")),
         ("a www host", format!("GET /page HTTP/1.1\r\nHost: www.example.com\r\n{firefox}Connection: close\r\n\r\n")),
