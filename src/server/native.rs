@@ -19,8 +19,9 @@
 //! crawlgate's own upstream connection left as bytes has its field lines
 //! copied from them), the body relayed with the framing HTTP/1.1
 //! requires: the length the response declares or knows, else chunked
-//! (HTTP/1.1 clients) or to the close (HTTP/1.0). A body that fails mid-way leaves the connection
-//! closed without its end: never presented as complete.
+//! (HTTP/1.1 clients) or to the close (HTTP/1.0). A body that fails
+//! mid-way leaves the connection closed without its end: never presented
+//! as complete.
 //!
 //! Timeouts and drain are those of hyper's layer: the header-read timeout
 //! runs from the moment the connection waits for a request until its

@@ -81,26 +81,26 @@ pub(super) fn write_response<'a>(
     let (parts, body) = res.into_parts();
     let switched = parts.status == StatusCode::SWITCHING_PROTOCOLS;
     let exact = body.size_hint().exact();
-    let head = match body.upstream_head() {
+    let (framing, keep_alive) = match body.upstream_head() {
         Some((bytes, head)) => {
             let fields = answer.lock().unwrap_or_else(PoisonError::into_inner);
             write_head(out, &parts, Some((bytes, head, &fields)), to, exact)
         }
         None => write_head(out, &parts, None, to, exact),
     };
-    relay(stream, out, body, head, switched)
+    relay(stream, out, body, framing, keep_alive, switched)
 }
 
-/// Sends the head in `out` (as [`write_head`] said how the body goes and
-/// whether the connection persists), then `body`.
+/// Sends the head in `out`, then `body` with `framing` (as [`write_head`]
+/// said, and whether the connection may be kept alive after it).
 async fn relay<B: Body<Data = Bytes>>(
     stream: &TcpStream,
     out: &mut Vec<u8>,
     body: B,
-    head: io::Result<(Framing, bool)>,
+    framing: Framing,
+    keep_alive: bool,
     switched: bool,
 ) -> io::Result<Written> {
-    let (framing, keep_alive) = head?;
     if framing == Framing::None {
         // Unread: a HEAD, 1xx, 204 or 304 has no body for the client.
         drop(body);
@@ -197,7 +197,7 @@ fn write_head(
     copied: Option<(&[u8], &ResponseHead, &[Field])>,
     to: Answering,
     exact: Option<u64>,
-) -> io::Result<(Framing, bool)> {
+) -> (Framing, bool) {
     let Answering {
         version,
         persists,
@@ -286,7 +286,7 @@ fn write_head(
         }
     }
     out.extend_from_slice(b"\r\n");
-    Ok((framing, keep_alive))
+    (framing, keep_alive)
 }
 
 /// A body that failed after its head: what was gathered of it still
