@@ -367,8 +367,8 @@ for round in $(seq "$THROUGHPUT_ROUNDS"); do
 done
 
 # --- over TLS: HTTP/1.1 kept alive, a handshake per request, HTTP/2 ---------
-# TLS=1 (or ONLY=tls): crawlgate's TLS port (hyper's layer, whatever
-# proxy.http1 says) against nginx-lean's (TLS 1.3, the throwaway P-256
+# TLS=1 (or ONLY=tls): crawlgate's TLS port (HTTP/1.1 on the layer
+# proxy.http1 names, HTTP/2 on hyper's) against nginx-lean's (TLS 1.3, the throwaway P-256
 # certificate), and crawlgate-baseline's when BASELINE_BIN is set:
 # https-mixed is the mixed traffic on kept-alive connections, https-resume
 # the same with a new connection per request (wrk resumes the session:
@@ -385,7 +385,7 @@ if ((TLS_ROUNDS)) && [[ -z $H2LOAD ]]; then
 fi
 TLS_PROXIES=(crawlgate nginx-lean)
 [[ -n ${BASELINE_BIN:-} ]] && TLS_PROXIES=(crawlgate-baseline "${TLS_PROXIES[@]}")
-# crawlgate-native: TLS still on hyper's layer, the upstream side its own.
+# crawlgate-native: HTTP/1.1 over TLS and the upstream side on its own layer.
 [[ ${NATIVE:-0} == 1 ]] && TLS_PROXIES=(crawlgate-native "${TLS_PROXIES[@]}")
 for round in $(seq "$TLS_ROUNDS"); do
     n=${#TLS_PROXIES[@]}

@@ -5,7 +5,9 @@
 //! running [`serve_worker`], until told to stop; [`crate::run::Runner`]
 //! drives it. The plain port speaks HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
-//! `h2` or `http/1.1`.
+//! `h2` or `http/1.1`. HTTP/1.1 is served by hyper's layer or, with
+//! `proxy.http1 = "native"`, by crawlgate's own (`native`; on the plain
+//! port only without h2c); HTTP/2 always by hyper's.
 //!
 //! Every connection has a header-read timeout (also the TLS handshake's and
 //! the HTTP/1 keep-alive idle time), an idle timeout when it speaks HTTP/2
@@ -408,7 +410,11 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
         match &tls {
             None if native => tokio::spawn(native_task(conn, stream, Arc::clone(ctx.pool), permit)),
             None => tokio::spawn(plain_task(conn, stream, permit)),
-            Some(acceptor) => tokio::spawn(tls_task(conn, stream, acceptor.clone(), permit)),
+            Some(acceptor) => {
+                // Over TLS the native layer serves HTTP/1.1; HTTP/2 is hyper's.
+                let pool = (settings.http1 == Http1Layer::Native).then(|| Arc::clone(ctx.pool));
+                tokio::spawn(tls_task(conn, stream, acceptor.clone(), pool, permit))
+            }
         };
     }
     // Dropping the listener here refuses new connections at once.
@@ -424,7 +430,8 @@ async fn plain_task(conn: Conn, stream: TcpStream, permit: OwnedSemaphorePermit)
 }
 
 /// A plain HTTP/1.1 connection's task on crawlgate's own layer
-/// (`proxy.http1 = "native"`, without h2c).
+/// (`proxy.http1 = "native"`, without h2c; over TLS, [`tls_task`] hands
+/// an HTTP/1.1 session to the same layer).
 async fn native_task(
     conn: Conn,
     stream: TcpStream,
@@ -435,14 +442,16 @@ async fn native_task(
     drop(permit);
 }
 
-/// A TLS connection's task.
+/// A TLS connection's task; its HTTP/1.1 on crawlgate's own layer when
+/// `native` has the worker's buffers for it.
 async fn tls_task(
     conn: Conn,
     stream: TcpStream,
     acceptor: TlsAcceptor,
+    native: Option<Arc<native::BufPool>>,
     permit: OwnedSemaphorePermit,
 ) {
-    conn.serve_tls(stream, acceptor).await;
+    conn.serve_tls(stream, acceptor, native).await;
     drop(permit);
 }
 
@@ -481,7 +490,12 @@ impl Conn {
             .await;
     }
 
-    async fn serve_tls(mut self, stream: TcpStream, acceptor: TlsAcceptor) {
+    async fn serve_tls(
+        mut self,
+        stream: TcpStream,
+        acceptor: TlsAcceptor,
+        native: Option<Arc<native::BufPool>>,
+    ) {
         let timeout = self.builders.shared.conn.header_read_timeout;
         // Boxed, as is the session it yields: the TLS state is large, and
         // every future it passed through would otherwise keep a slot of
@@ -510,6 +524,11 @@ impl Conn {
             _ = self.phase.changed() => return,
         };
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        if let (false, Some(pool)) = (h2, native) {
+            let (tcp, tls) = stream.into_inner();
+            let socket = native::TlsSocket::new(tcp, tls);
+            return Box::pin(native::serve(self, socket, pool)).await;
+        }
         let _open = metrics.connection(if h2 { Protocol::http2 } else { Protocol::http1 });
         self.serve(if h2 { Proto::H2 } else { Proto::H1 }, stream)
             .await;
@@ -702,9 +721,12 @@ mod tests {
         fn output_size4<A, B, C, D, R>(_: impl FnOnce(A, B, C, D) -> R) -> usize {
             std::mem::size_of::<R>()
         }
+        fn output_size5<A, B, C, D, E, R>(_: impl FnOnce(A, B, C, D, E) -> R) -> usize {
+            std::mem::size_of::<R>()
+        }
         let plain = output_size3(plain_task);
         let native = output_size4(native_task);
-        let tls = output_size4(tls_task);
+        let tls = output_size5(tls_task);
         eprintln!("plain task {plain} bytes, native {native} bytes, TLS task {tls} bytes");
         assert!(
             native <= 1024,

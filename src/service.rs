@@ -8,7 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -94,22 +94,38 @@ where
         ..Outcome::default()
     };
     let mut pending = Pending::new(Arc::clone(shared), outcome, start);
+    let answer = own_head.and_then(|head| head.answer);
     let mut res = respond(&worker, conn, upgrades, req, own_head, &mut pending).await;
     pending.outcome.status = Some(res.status());
     if version == Version::HTTP_2 {
         // HTTP/2 has no Connection header; hyper would drop it anyway.
         res.headers_mut().remove(CONNECTION);
     }
-    if let (true, Some(hsts)) = (tls, &shared.hsts) {
-        res.headers_mut()
-            .entry(STRICT_TRANSPORT_SECURITY)
-            .or_insert_with(|| hsts.clone());
-    }
     // A body the client is owed: a HEAD answer or a 204/304 has none,
     // and hyper drops it unread.
     let status = res.status();
     let owed = !head && !bodiless_status(status.as_u16());
-    Ok(res.map(|body| Observed::new(body, pending, owed)))
+    let mut res = res.map(|body| Observed::new(body, pending, owed));
+    // The upstream's own policy is kept, whether its fields are in the
+    // map or left in its head's bytes.
+    if let (true, Some(hsts)) = (tls, &shared.hsts) {
+        let copied = res.body().upstream_head().zip(answer);
+        let upstream_has = copied.is_some_and(|((bytes, _), fields)| {
+            let fields = fields.lock().unwrap_or_else(PoisonError::into_inner);
+            fields.iter().any(|field| {
+                field
+                    .name
+                    .of(bytes)
+                    .eq_ignore_ascii_case(STRICT_TRANSPORT_SECURITY.as_str().as_bytes())
+            })
+        });
+        if !upstream_has {
+            res.headers_mut()
+                .entry(STRICT_TRANSPORT_SECURITY)
+                .or_insert_with(|| hsts.clone());
+        }
+    }
+    Ok(res)
 }
 
 /// The answer to a request whose head crawlgate's own HTTP/1.1 layer

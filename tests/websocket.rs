@@ -15,7 +15,7 @@ use futures_util::{SinkExt, StreamExt};
 use http::HeaderMap;
 use support::here::Here;
 use support::tls::{self as t, Ca};
-use support::{get, read_head, Proxy, Upstream, FIREFOX};
+use support::{get, Proxy, Upstream, FIREFOX};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
@@ -377,28 +377,7 @@ async fn a_shutdown_closes_open_tunnels_after_the_grace_period() {
 #[tokio::test]
 async fn bytes_sent_with_the_101_reach_the_client_on_both_layers() {
     for layer in ["hyper", "native"] {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.expect("accept");
-            read_head(&mut s).await.expect("request head");
-            s.write_all(
-                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
-            )
-            .await
-            .expect("101");
-            let mut buf = [0u8; 256];
-            loop {
-                match s.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => {
-                        if s.write_all(&buf[..n]).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
+        let addr = support::switching_echo().await;
         let overrides = Overrides {
             upstream: Some(format!("http://{addr}")),
             http1: Some(layer.to_owned()),

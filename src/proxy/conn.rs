@@ -400,7 +400,7 @@ impl Conn {
                 Err(err) => return Err(Failure::new(err)),
             }
         }
-        let mut write_failed = write_all(stream, out).await.err();
+        let mut write_failed = write_all(&**stream, out).await.err();
         let mut write = match (body, &write_failed) {
             (Some(body), None) => Some(Box::pin(send_body(Arc::clone(stream), body, framer))),
             _ => None,
@@ -725,7 +725,7 @@ impl Body for NativeBody {
                 return Poll::Ready(None);
             };
             let room = this.read_size.room(&mut conn.buf);
-            let read = ready!(poll_read_some(&conn.stream, cx, &mut conn.buf, room));
+            let read = ready!(poll_read_some(&*conn.stream, cx, &mut conn.buf, room));
             if let Ok(n) = read {
                 this.read_size.grow(n, room);
             }

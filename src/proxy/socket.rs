@@ -1,10 +1,13 @@
-//! Reads and writes through a shared `&TcpStream`, for crawlgate's own
-//! HTTP/1.1 layer on both sides of the proxy (the client's connection in
-//! `crate::server`, the upstream's in [`super::conn`]): one half can read
-//! while the other writes without splitting the stream, and a read that
-//! empties the socket tells tokio so. And a connection handed to a tunnel
-//! with the bytes read past its last head ([`Prefixed`]).
+//! Reads and writes through a shared reference to a connection, for
+//! crawlgate's own HTTP/1.1 layer on both sides of the proxy (the
+//! client's connection in `crate::server`, the upstream's in
+//! [`super::conn`]): one half can read while the other writes without
+//! splitting the stream, and a read that empties the socket tells tokio
+//! so. A [`Socket`] is a plain `TcpStream`, or a TLS session over one
+//! (`crate::server`'s). And a connection handed to a tunnel with the
+//! bytes read past its last head ([`Prefixed`]).
 
+use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -13,54 +16,104 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-/// Reads what `stream` has, at most `most` bytes, into the spare room of
-/// `buf` (which must have some); `Ok(0)` at its end.
-pub async fn read_some(stream: &TcpStream, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        match try_read_most(stream, buf, most) {
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-            read => return read,
+/// A connection read and written through a shared reference, without
+/// waiting: each operation says `WouldBlock` when it cannot go on, and
+/// the matching `poll_*_ready` then waits for the socket (a `WouldBlock`
+/// has told tokio that the readiness it had is used up).
+pub trait Socket {
+    /// Ready when a read may give bytes (or the end).
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    /// Ready when a write may take bytes.
+    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+    /// One read of at most `most` bytes into the spare room of `buf`
+    /// (which must have some); `Ok(0)` at the end.
+    fn try_read_most(&self, buf: &mut BytesMut, most: usize) -> io::Result<usize>;
+    /// One write of what it takes of `bytes`.
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize>;
+    /// One write of what it takes of `parts`, in order.
+    fn try_write_vectored(&self, parts: &[IoSlice<'_>]) -> io::Result<usize>;
+    /// Sends on what earlier writes left with the socket (a TLS session's
+    /// records): `Ok(true)` when nothing is left.
+    fn try_flush(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+    /// The TCP connection underneath.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Socket for TcpStream {
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TcpStream::poll_read_ready(self, cx)
+    }
+
+    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        TcpStream::poll_write_ready(self, cx)
+    }
+
+    /// A read that leaves room over has emptied the socket's queue, and
+    /// tokio is told so, as its own `poll_read` does: the next wait is
+    /// then for new bytes, not a readiness already used up that would
+    /// cost a read answered "would block" (one per request on a
+    /// keep-alive connection).
+    fn try_read_most(&self, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
+        let room = (buf.capacity() - buf.len()).min(most);
+        // A read into no room would say "end of stream".
+        debug_assert!(room > 0, "a read needs room");
+        let mut got = None;
+        let read = self.try_io(Interest::READABLE, || {
+            let n = self.try_read_buf(&mut (&mut *buf).limit(room))?;
+            got = Some(n);
+            if 0 < n && n < room {
+                // Clears the readiness; the count is in `got`.
+                Err(io::ErrorKind::WouldBlock.into())
+            } else {
+                Ok(n)
+            }
+        });
+        match (read, got) {
+            (Err(err), Some(n)) if err.kind() == io::ErrorKind::WouldBlock => Ok(n),
+            (read, _) => read,
         }
     }
+
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        TcpStream::try_write(self, bytes)
+    }
+
+    fn try_write_vectored(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        TcpStream::try_write_vectored(self, parts)
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+/// Waits until `stream` may have bytes to read.
+pub async fn readable<S: Socket + ?Sized>(stream: &S) -> io::Result<()> {
+    poll_fn(|cx| stream.poll_read_ready(cx)).await
+}
+
+/// Reads what `stream` has, at most `most` bytes, into the spare room of
+/// `buf` (which must have some); `Ok(0)` at its end.
+pub async fn read_some<S: Socket + ?Sized>(
+    stream: &S,
+    buf: &mut BytesMut,
+    most: usize,
+) -> io::Result<usize> {
+    poll_fn(|cx| poll_read_some(stream, cx, buf, most)).await
 }
 
 /// One read of what `stream` has into the spare room of `buf`, without
-/// waiting: `WouldBlock` when it has nothing. A read that leaves room
-/// over has emptied the socket's queue, and tokio is told so, as its own
-/// `poll_read` does: the next wait is then for new bytes, not a readiness
-/// already used up that would cost a read answered "would block" (one
-/// per request on a keep-alive connection).
-pub fn try_read(stream: &TcpStream, buf: &mut BytesMut) -> io::Result<usize> {
-    try_read_most(stream, buf, usize::MAX)
+/// waiting: `WouldBlock` when it has nothing.
+pub fn try_read<S: Socket + ?Sized>(stream: &S, buf: &mut BytesMut) -> io::Result<usize> {
+    stream.try_read_most(buf, usize::MAX)
 }
 
-/// [`try_read`], of at most `most` bytes.
-fn try_read_most(stream: &TcpStream, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
-    let room = (buf.capacity() - buf.len()).min(most);
-    // A read into no room would say "end of stream".
-    debug_assert!(room > 0, "a read needs room");
-    let mut got = None;
-    let read = stream.try_io(Interest::READABLE, || {
-        let n = stream.try_read_buf(&mut (&mut *buf).limit(room))?;
-        got = Some(n);
-        if 0 < n && n < room {
-            // Clears the readiness; the count is in `got`.
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    match (read, got) {
-        (Err(err), Some(n)) if err.kind() == io::ErrorKind::WouldBlock => Ok(n),
-        (read, _) => read,
-    }
-}
-
-/// Writes all of `bytes` to `stream`.
-pub async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+/// Writes all of `bytes` to `stream`, and sends on what it kept of them.
+pub async fn write_all<S: Socket + ?Sized>(stream: &S, mut bytes: &[u8]) -> io::Result<()> {
     while !bytes.is_empty() {
-        stream.writable().await?;
+        poll_fn(|cx| stream.poll_write_ready(cx)).await?;
         match stream.try_write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => bytes = &bytes[n..],
@@ -68,19 +121,19 @@ pub async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
             Err(err) => return Err(err),
         }
     }
-    Ok(())
+    flush(stream).await
 }
 
 /// Writes all of `parts`, one after another, to `stream`, in as few
 /// writes as the socket takes them.
-pub async fn write_all_vectored(
-    stream: &TcpStream,
+pub async fn write_all_vectored<S: Socket + ?Sized>(
+    stream: &S,
     mut parts: &mut [IoSlice<'_>],
 ) -> io::Result<()> {
     // Leading empty parts are skipped.
     IoSlice::advance_slices(&mut parts, 0);
     while !parts.is_empty() {
-        stream.writable().await?;
+        poll_fn(|cx| stream.poll_write_ready(cx)).await?;
         match stream.try_write_vectored(parts) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => IoSlice::advance_slices(&mut parts, n),
@@ -88,20 +141,38 @@ pub async fn write_all_vectored(
             Err(err) => return Err(err),
         }
     }
-    Ok(())
+    flush(stream).await
+}
+
+/// Sends on what `stream` kept of the bytes written to it.
+async fn flush<S: Socket + ?Sized>(stream: &S) -> io::Result<()> {
+    poll_fn(|cx| poll_flush(stream, cx)).await
+}
+
+/// Polls for [`Socket::try_flush`] to have sent everything.
+pub fn poll_flush<S: Socket + ?Sized>(stream: &S, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    loop {
+        match stream.try_flush() {
+            Ok(true) => return Poll::Ready(Ok(())),
+            Ok(false) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+            Err(err) => return Poll::Ready(Err(err)),
+        }
+        std::task::ready!(stream.poll_write_ready(cx))?;
+    }
 }
 
 /// Polls for one read of what `stream` has, at most `most` bytes, into
 /// the spare room of `buf` (which must have some); `Ok(0)` at its end.
-pub fn poll_read_some(
-    stream: &TcpStream,
+pub fn poll_read_some<S: Socket + ?Sized>(
+    stream: &S,
     cx: &mut Context<'_>,
     buf: &mut BytesMut,
     most: usize,
 ) -> Poll<io::Result<usize>> {
     loop {
         std::task::ready!(stream.poll_read_ready(cx))?;
-        match try_read_most(stream, buf, most) {
+        match stream.try_read_most(buf, most) {
             Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
             read => return Poll::Ready(read),
         }
@@ -154,14 +225,14 @@ impl Default for ReadSize {
 /// then the connection. The client's, from crawlgate's own server layer,
 /// and the upstream's, from [`super::conn`].
 #[derive(Debug)]
-pub struct Prefixed {
+pub struct Prefixed<S = TcpStream> {
     /// Read already, not yet passed on.
     pub prefix: Bytes,
     /// The connection.
-    pub io: TcpStream,
+    pub io: S,
 }
 
-impl AsyncRead for Prefixed {
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -177,7 +248,7 @@ impl AsyncRead for Prefixed {
     }
 }
 
-impl AsyncWrite for Prefixed {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

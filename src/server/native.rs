@@ -1,5 +1,7 @@
 //! crawlgate's own HTTP/1.1 server connection (`proxy.http1 = "native"`),
-//! for plain HTTP/1.1 connections.
+//! for HTTP/1.1 connections, plain or over TLS (a TLS session after its
+//! handshake is driven by [`TlsSocket`], read and written as a plain
+//! connection is).
 //!
 //! A connection waiting for its next request holds no buffer: it waits
 //! for the socket to become readable, then takes a [`Scratch`] (read
@@ -39,7 +41,6 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -55,9 +56,12 @@ use crate::tunnel::{OwnConnection, UpgradeSlot};
 
 mod response;
 mod socket;
+mod tls;
 
 use response::{field_line, status_line, write_response, Answering, Written, DATE_NOW};
-use socket::{linger, read_some, try_read, write_all, Prefixed, ReadSize};
+pub(super) use socket::Stream;
+use socket::{linger, read_some, readable, try_read, write_all, Prefixed, ReadSize, Socket};
+pub(super) use tls::TlsSocket;
 
 /// A read buffer's first size: a browser's head fits.
 const READ_BUF: usize = 8 * 1024;
@@ -149,7 +153,7 @@ enum Next {
 }
 
 /// Serves the plain HTTP/1.1 connection `stream` until it closes.
-pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
+pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) {
     let Conn {
         worker,
         builders,
@@ -177,7 +181,7 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
             // back and the wait goes on.
             let taken = loop {
                 tokio::select! {
-                    ready = stream.readable() => if ready.is_err() {
+                    ready = readable(&stream) => if ready.is_err() {
                         return;
                     },
                     () = tokio::time::sleep_until(deadline) => return,
@@ -214,7 +218,7 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
             Next::KeepAlive => continue,
             Next::Close => break,
             Next::Abort => {
-                let _ = stream.set_zero_linger();
+                let _ = stream.tcp().set_zero_linger();
                 return;
             }
             // The service's copy of the slot is gone with its response.
@@ -247,10 +251,10 @@ pub(super) async fn serve(conn: Conn, stream: TcpStream, pool: Arc<BufPool>) {
 
 /// One request on the connection: its head read (by `deadline`), served,
 /// and its response written.
-async fn exchange(
+async fn exchange<S: Stream>(
     worker: Arc<crate::state::Worker>,
     info: service::ConnInfo,
-    stream: &TcpStream,
+    stream: &S,
     s: &mut Scratch,
     deadline: Instant,
     slot: &mut Option<UpgradeSlot>,
@@ -466,8 +470,8 @@ fn field_name(name: &[u8]) -> Option<HeaderName> {
 /// connection can serve the next request. `true` when the body was read
 /// to its end; `false` when it was not (too much left to drop, the client
 /// gone, or malformed: then its reader was told).
-async fn feed_body(
-    stream: &TcpStream,
+async fn feed_body<S: Socket + ?Sized>(
+    stream: &S,
     buf: &mut BytesMut,
     head: &RequestHead,
     mut feed: BodyFeed,
@@ -636,8 +640,8 @@ fn refused_line(buf: &[u8], peer: SocketAddr) -> Option<(RequestLine, http::Vers
 /// Host fields, an ambiguous framing…) is answered and recorded as the
 /// service does; one no HTTP/1.1 parser reads (malformed, too large) gets
 /// an empty answer and no record, as from hyper's parser.
-async fn refuse(
-    stream: &TcpStream,
+async fn refuse<S: Socket + ?Sized>(
+    stream: &S,
     s: &mut Scratch,
     worker: &crate::state::Worker,
     err: HeadError,
@@ -721,7 +725,9 @@ mod tests {
         fn output_size7<A, B, C, D, E, F, G, R>(_: impl FnOnce(A, B, C, D, E, F, G) -> R) -> usize {
             std::mem::size_of::<R>()
         }
-        let exchange = output_size7(exchange);
+        let tls = output_size7(super::exchange::<TlsSocket>);
+        assert!(tls <= 4096, "the exchange future over TLS is {tls} bytes");
+        let exchange = output_size7(super::exchange::<tokio::net::TcpStream>);
         eprintln!("exchange future {exchange} bytes");
         assert!(exchange <= 4096, "the exchange future is {exchange} bytes");
     }

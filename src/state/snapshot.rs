@@ -134,7 +134,7 @@ pub struct ConnSettings {
     pub header_read_timeout: Duration,
     /// Accept h2c with prior knowledge on the plain port.
     pub h2c: bool,
-    /// The HTTP/1.1 layer of the plain port.
+    /// The HTTP/1.1 layer of the plain port and of HTTP/1.1 over TLS.
     pub http1: crate::config::Http1Layer,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,

@@ -221,7 +221,12 @@ async fn upstream_handler(
     } else {
         format!("upstream saw {} {}", parts.method, parts.uri)
     };
-    let res = Response::builder()
+    let mut res = Response::builder();
+    if path == "/hsts" {
+        // A site with its own HTTPS policy.
+        res = res.header("strict-transport-security", "max-age=60");
+    }
+    let res = res
         .header("x-upstream", "yes")
         .header("keep-alive", "timeout=5")
         .header("connection", "x-private")
@@ -229,6 +234,34 @@ async fn upstream_handler(
         .body(http_body_util::Either::Left(Full::new(Bytes::from(text))))
         .expect("response");
     Ok(res)
+}
+
+/// A raw upstream for one connection that answers its request with a
+/// `101` and the bytes `first` in one write, then echoes what comes.
+pub async fn switching_echo() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.expect("accept");
+        read_head(&mut s).await.expect("request head");
+        s.write_all(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
+        )
+        .await
+        .expect("101");
+        let mut buf = [0u8; 64 << 10];
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    if s.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    addr
 }
 
 /// Reads one message head, up to and including its blank line, from

@@ -146,13 +146,13 @@ pub(super) async fn send_body(
             IoSlice::new(&data),
             IoSlice::new(framer.after()),
         ];
-        write_all_vectored(&stream, &mut parts)
+        write_all_vectored(&*stream, &mut parts)
             .await
             .map_err(Unsent::Io)?;
     }
     let end = framer.end().map_err(Unsent::Body)?;
     if !end.is_empty() {
-        write_all(&stream, end).await.map_err(Unsent::Io)?;
+        write_all(&*stream, end).await.map_err(Unsent::Io)?;
     }
     Ok(())
 }

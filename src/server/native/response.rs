@@ -12,9 +12,8 @@ use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
 use http::{Response, StatusCode};
 use hyper::body::Body;
-use tokio::net::TcpStream;
 
-use super::socket::write_all;
+use super::socket::{write_all, Socket};
 use super::WRITE_BUF;
 use crate::http1::{self, decimal, hexadecimal, BodyFraming, Field, ResponseHead, Version};
 use crate::observe::Observed;
@@ -71,8 +70,8 @@ pub(super) struct Answering {
 ///
 /// The head is written before the first await, so that the future holds
 /// the body only, not the response's head.
-pub(super) fn write_response<'a>(
-    stream: &'a TcpStream,
+pub(super) fn write_response<'a, S: Socket + ?Sized>(
+    stream: &'a S,
     out: &'a mut Vec<u8>,
     res: Response<Observed>,
     answer: &Mutex<Vec<Field>>,
@@ -93,8 +92,8 @@ pub(super) fn write_response<'a>(
 
 /// Sends the head in `out`, then `body` with `framing` (as [`write_head`]
 /// said, and whether the connection may be kept alive after it).
-async fn relay<B: Body<Data = Bytes>>(
-    stream: &TcpStream,
+async fn relay<S: Socket + ?Sized, B: Body<Data = Bytes>>(
+    stream: &S,
     out: &mut Vec<u8>,
     body: B,
     framing: Framing,
@@ -295,8 +294,8 @@ fn write_head(
 /// chunk, a close tells the client so ([`Written::Cut`]); a body read to
 /// the close could pass for complete, so that connection is reset
 /// (`Err`).
-async fn cut_off(
-    stream: &TcpStream,
+async fn cut_off<S: Socket + ?Sized>(
+    stream: &S,
     out: &mut Vec<u8>,
     framing: Framing,
     why: &'static str,

@@ -1,20 +1,30 @@
 //! The connection's socket as the native layer uses it: the reads and
-//! writes of [`crate::proxy::socket`] (through a shared `&TcpStream`, so
+//! writes of [`crate::proxy::socket`] (through a shared reference, so
 //! that a request body is read while the answer is written), the
-//! lingering close, and the connection handed to a tunnel.
+//! lingering close, and the connection handed to a tunnel. A plain
+//! `TcpStream`, or a TLS session over one ([`super::tls::TlsSocket`]).
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
-pub(super) use crate::proxy::socket::{read_some, try_read, write_all, Prefixed, ReadSize};
+pub(super) use crate::proxy::socket::{
+    read_some, readable, try_read, write_all, Prefixed, ReadSize, Socket,
+};
 
 use super::{LINGER_BYTES, LINGER_TIME};
+
+/// A client's connection the native layer serves.
+pub(in crate::server) trait Stream:
+    Socket + AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static
+{
+}
+
+impl<S> Stream for S where S: Socket + AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {}
 
 /// Closes `stream` the way that lets its client read the whole answer:
 /// the sending half first, then what the client still sends is read and
 /// dropped for a moment (a close with unread bytes would reset the
 /// connection, and the client could lose the answer before reading it).
-pub(super) async fn linger(mut stream: TcpStream) {
+pub(super) async fn linger<S: Stream>(mut stream: S) {
     if tokio::io::AsyncWriteExt::shutdown(&mut stream)
         .await
         .is_err()

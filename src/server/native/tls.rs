@@ -1,0 +1,414 @@
+//! A TLS session over a TCP connection, read and written through a
+//! shared reference ([`Socket`]) as the native layer does a plain one: a
+//! request body is read while the answer is written. The handshake is
+//! done already (by `tokio_rustls`, whose stream is taken apart); rustls
+//! decrypts what is read into its own buffer of plaintext, from which
+//! reads copy, and encrypts what is written into records that are sent
+//! at once, or kept until the socket takes them.
+//!
+//! rustls's buffers are its own: at rest, a session keeps its read
+//! buffer (4 KiB once shrunk) and no plaintext; the connection's
+//! [`super::Scratch`] is taken only when plaintext is there, as on a
+//! plain connection.
+
+use std::io::{self, BufRead, IoSlice, Read, Write};
+use std::pin::Pin;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::BytesMut;
+use rustls::ServerConnection;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use crate::proxy::socket::{self, Socket};
+
+/// A TLS session over `tcp`, after its handshake.
+#[derive(Debug)]
+pub(in crate::server) struct TlsSocket {
+    tcp: TcpStream,
+    /// Boxed: a session is large, and the connection's task holds this
+    /// for its life.
+    tls: Box<Mutex<ServerConnection>>,
+}
+
+impl TlsSocket {
+    pub(in crate::server) fn new(tcp: TcpStream, tls: ServerConnection) -> Self {
+        Self {
+            tcp,
+            tls: Box::new(Mutex::new(tls)),
+        }
+    }
+
+    fn session(&self) -> MutexGuard<'_, ServerConnection> {
+        self.tls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One read of plaintext, handed to `take` piece by piece (it copies
+    /// what it can and says how much; it is called again while it takes
+    /// whole pieces and rustls has more): the plaintext rustls holds,
+    /// else what the connection has, decrypted. `Ok(0)` at the end (a
+    /// session the client closed, or a `take` with no room); `WouldBlock`
+    /// when a whole record has not come yet.
+    fn try_read_with(&self, mut take: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+        let mut tls = self.session();
+        loop {
+            let mut reader = tls.reader();
+            match reader.fill_buf() {
+                Ok(first) => {
+                    let mut whole = first.len();
+                    let mut n = take(first);
+                    let mut total = 0;
+                    loop {
+                        reader.consume(n);
+                        total += n;
+                        if n == 0 || n < whole {
+                            break;
+                        }
+                        match reader.fill_buf() {
+                            Ok(more) if !more.is_empty() => {
+                                whole = more.len();
+                                n = take(more);
+                            }
+                            _ => break,
+                        }
+                    }
+                    return Ok(total);
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(err) => return Err(err),
+            }
+            // Nothing decrypted: read records off the connection
+            // (`WouldBlock` when it has none, which also tells tokio).
+            tls.read_tls(&mut Raw(&self.tcp))?;
+            if let Err(err) = tls.process_new_packets() {
+                // The alert rustls queued goes out if it can.
+                let _ = send(&mut tls, &self.tcp);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, err));
+            }
+            // A record that asks for an answer (a key update).
+            if tls.wants_write() {
+                let _ = send(&mut tls, &self.tcp);
+            }
+        }
+    }
+
+    /// Queues a `close_notify` (rustls queues it once) and sends what is
+    /// left to send.
+    fn try_close(&self) -> io::Result<bool> {
+        let mut tls = self.session();
+        tls.send_close_notify();
+        send(&mut tls, &self.tcp)
+    }
+}
+
+/// Sends the records `tls` holds: `Ok(false)` when the connection took
+/// only some (the rest stays with `tls`).
+fn send(tls: &mut ServerConnection, tcp: &TcpStream) -> io::Result<bool> {
+    while tls.wants_write() {
+        match tls.write_tls(&mut Raw(tcp)) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(true)
+}
+
+/// The connection as `std::io` sees it, without waiting.
+struct Raw<'a>(&'a TcpStream);
+
+impl Read for Raw<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl Write for Raw<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.0.try_write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Socket for TlsSocket {
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Plaintext rustls holds (a next request read with this one), or
+        // its end, is there already.
+        match self.session().reader().fill_buf() {
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => self.tcp.poll_read_ready(cx),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.tcp.poll_write_ready(cx)
+    }
+
+    fn try_read_most(&self, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
+        let mut room = (buf.capacity() - buf.len()).min(most);
+        debug_assert!(room > 0, "a read needs room");
+        self.try_read_with(|plain| {
+            let n = plain.len().min(room);
+            buf.extend_from_slice(&plain[..n]);
+            room -= n;
+            n
+        })
+    }
+
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        self.try_write_vectored(&[IoSlice::new(bytes)])
+    }
+
+    /// Takes bytes only when the records of earlier ones have gone (so
+    /// that what rustls keeps stays bounded by one write), encrypts
+    /// them and sends what the connection takes.
+    fn try_write_vectored(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut tls = self.session();
+        if !send(&mut tls, &self.tcp)? {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = tls.writer().write_vectored(parts)?;
+        send(&mut tls, &self.tcp)?;
+        Ok(n)
+    }
+
+    fn try_flush(&self) -> io::Result<bool> {
+        send(&mut self.session(), &self.tcp)
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+}
+
+/// For a tunnel (a WebSocket over HTTPS) and the lingering close.
+impl AsyncRead for TlsSocket {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            std::task::ready!(Socket::poll_read_ready(&*self, cx))?;
+            let read = self.try_read_with(|plain| {
+                let n = plain.len().min(buf.remaining());
+                buf.put_slice(&plain[..n]);
+                n
+            });
+            match read {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Err(err) => return Poll::Ready(Err(err)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for TlsSocket {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            std::task::ready!(Socket::poll_write_ready(&*self, cx))?;
+            match Socket::try_write(&*self, bytes) {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                written => return Poll::Ready(written),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        socket::poll_flush(&*self, cx)
+    }
+
+    /// A `close_notify`, then the TCP connection's sending half closed.
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match self.try_close() {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(err) => return Poll::Ready(Err(err)),
+            }
+            std::task::ready!(self.tcp.poll_write_ready(cx))?;
+        }
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::proxy::socket::{read_some, write_all};
+
+    fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    /// A server's session over a real handshake on loopback, taken apart
+    /// as the server does, and the client's end of it.
+    async fn pair() -> (
+        TlsSocket,
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    ) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
+        let der = cert.cert.der().clone();
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+        let server = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![der.clone()], key)
+            .expect("server config");
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(der).expect("root");
+        let client = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let accept = async {
+            let (tcp, _) = listener.accept().await.expect("accept");
+            let tls = tokio_rustls::TlsAcceptor::from(Arc::new(server))
+                .accept(tcp)
+                .await
+                .expect("server handshake");
+            let (tcp, session) = tls.into_inner();
+            socket2::SockRef::from(&tcp)
+                .set_send_buffer_size(4096)
+                .expect("send buffer");
+            TlsSocket::new(tcp, session)
+        };
+        let connect = async {
+            // Small socket buffers: the server's writes fill them, and
+            // rustls is left holding records the socket did not take.
+            let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+            socket.set_recv_buffer_size(4096).expect("receive buffer");
+            let tcp = socket.connect(addr).await.expect("connect");
+            let name = ServerName::try_from("localhost").expect("name");
+            tokio_rustls::TlsConnector::from(Arc::new(client))
+                .connect(name, tcp)
+                .await
+                .expect("client handshake")
+        };
+        tokio::join!(accept, connect)
+    }
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8 ^ seed).collect()
+    }
+
+    /// Both ways at once through one shared session, each way larger than
+    /// the socket buffers and rustls's own (so that each side waits on
+    /// the other), byte for byte; then each side's close is seen as the
+    /// end by the other.
+    #[tokio::test]
+    async fn reads_and_writes_go_on_at_once_and_end_cleanly() {
+        const LEN: usize = 3 << 20;
+        let (server, client) = pair().await;
+        let (mut from_client, mut to_client) = tokio::io::split(client);
+        let sent_up = pattern(LEN, 0x5a);
+        let sent_down = pattern(LEN, 0xa5);
+        let serving = async {
+            let reading = async {
+                let mut got = BytesMut::new();
+                loop {
+                    if got.capacity() - got.len() < 4096 {
+                        got.reserve(64 << 10);
+                    }
+                    match read_some(&server, &mut got, 20_000).await {
+                        Ok(0) => return got,
+                        Ok(_) => {}
+                        Err(err) => panic!("server read: {err}"),
+                    }
+                }
+            };
+            let writing = async {
+                for piece in sent_down.chunks(100_000) {
+                    write_all(&server, piece).await.expect("server write");
+                    // Written means sent: nothing waits with rustls.
+                    assert!(!server.session().wants_write(), "records left unsent");
+                }
+            };
+            let (got, ()) = tokio::join!(reading, writing);
+            got
+        };
+        let clienting = async {
+            let writing = async {
+                to_client.write_all(&sent_up).await.expect("client write");
+                to_client.shutdown().await.expect("close_notify");
+            };
+            let reading = async {
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 16 << 10];
+                while got.len() < LEN {
+                    let n = from_client.read(&mut buf).await.expect("client read");
+                    assert!(n > 0, "ended after {} bytes", got.len());
+                    got.extend_from_slice(&buf[..n]);
+                }
+                got
+            };
+            let ((), got) = tokio::join!(writing, reading);
+            got
+        };
+        let (server_got, client_got) =
+            tokio::time::timeout(std::time::Duration::from_secs(20), async {
+                tokio::join!(serving, clienting)
+            })
+            .await
+            .expect("both ways within 20 s");
+        assert!(
+            server_got[..] == sent_up[..],
+            "the server read what was sent"
+        );
+        assert!(client_got == sent_down, "the client read what was written");
+
+        // The server's close: a close_notify the client reads as the end.
+        let mut server = server;
+        server.shutdown().await.expect("server close");
+        let mut rest = Vec::new();
+        let ended = from_client.read_to_end(&mut rest).await;
+        assert!(ended.is_ok() && rest.is_empty(), "{ended:?} {rest:?}");
+    }
+
+    /// A record that does not decrypt is an error for the read, not
+    /// bytes, and the session stays refused.
+    #[tokio::test]
+    async fn a_broken_record_is_an_error() {
+        let (server, client) = pair().await;
+        let (tcp, _) = client.into_inner();
+        // An application-data record with garbage for its ciphertext.
+        let mut record = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+        record.extend_from_slice(&[0xee; 0x40]);
+        let mut tcp = tcp;
+        tcp.write_all(&record).await.expect("write");
+        let mut buf = BytesMut::with_capacity(1024);
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read_some(&server, &mut buf, usize::MAX),
+        )
+        .await
+        .expect("answered within 5 s");
+        let err = read.expect_err("a broken record");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(buf.is_empty());
+    }
+}
