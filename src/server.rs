@@ -6,8 +6,9 @@
 //! drives it. The plain port speaks HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
 //! `h2` or `http/1.1`. HTTP/1.1 is served by hyper's layer or, with
-//! `proxy.http1 = "native"`, by crawlgate's own (`native`; on the plain
-//! port only without h2c); HTTP/2 always by hyper's.
+//! `proxy.http1 = "native"`, by crawlgate's own (`native`, which hands a
+//! plain connection that opens with HTTP/2's preface back when h2c is
+//! on); HTTP/2 always by hyper's.
 //!
 //! Every connection has a header-read timeout (also the TLS handshake's and
 //! the HTTP/1 keep-alive idle time), an idle timeout when it speaks HTTP/2
@@ -406,7 +407,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             phase: ctx.phase.clone(),
         };
         let settings = &builders.shared.conn;
-        let native = settings.http1 == Http1Layer::Native && !settings.h2c;
+        let native = settings.http1 == Http1Layer::Native;
         match &tls {
             None if native => tokio::spawn(native_task(conn, stream, Arc::clone(ctx.pool), permit)),
             None => tokio::spawn(plain_task(conn, stream, permit)),
@@ -429,17 +430,32 @@ async fn plain_task(conn: Conn, stream: TcpStream, permit: OwnedSemaphorePermit)
     drop(permit);
 }
 
-/// A plain HTTP/1.1 connection's task on crawlgate's own layer
-/// (`proxy.http1 = "native"`, without h2c; over TLS, [`tls_task`] hands
-/// an HTTP/1.1 session to the same layer).
+/// A plain connection's task on crawlgate's own HTTP/1.1 layer
+/// (`proxy.http1 = "native"`; with h2c on, a connection that opens with
+/// HTTP/2's preface goes on to hyper's HTTP/2; over TLS, [`tls_task`]
+/// hands an HTTP/1.1 session to the same layer).
 async fn native_task(
     conn: Conn,
     stream: TcpStream,
     pool: Arc<native::BufPool>,
     permit: OwnedSemaphorePermit,
 ) {
-    native::serve(conn, stream, pool).await;
+    let h2c = conn.builders.shared.conn.h2c;
+    let h2 = native::serve(conn, stream, pool, h2c).await;
+    if let Some(h2) = h2 {
+        // Boxed: an idle HTTP/1.1 connection's task has no room for it.
+        Box::pin(serve_h2c(h2)).await;
+    }
     drop(permit);
+}
+
+/// HTTP/2 with prior knowledge on the plain port, found by the native
+/// layer: hyper's, with the preface's bytes read so far.
+async fn serve_h2c(h2: Box<native::H2c<TcpStream>>) {
+    let h2 = *h2;
+    let metrics = Arc::clone(&h2.conn.builders.shared.process.metrics);
+    let _open = metrics.connection(Protocol::http1_or_h2c);
+    h2.conn.serve(Proto::H2, h2.stream).await;
 }
 
 /// A TLS connection's task; its HTTP/1.1 on crawlgate's own layer when
@@ -527,7 +543,8 @@ impl Conn {
         if let (false, Some(pool)) = (h2, native) {
             let (tcp, tls) = stream.into_inner();
             let socket = native::TlsSocket::new(tcp, tls);
-            return Box::pin(native::serve(self, socket, pool)).await;
+            Box::pin(native::serve(self, socket, pool, false)).await;
+            return;
         }
         let _open = metrics.connection(if h2 { Protocol::http2 } else { Protocol::http1 });
         self.serve(if h2 { Proto::H2 } else { Proto::H1 }, stream)

@@ -8,7 +8,7 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -25,7 +25,7 @@ use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
 use crate::config::{AiKind, Limits, Mode};
 use crate::framing;
-use crate::http1::bodiless_status;
+use crate::http1::{bodiless_status, Field};
 use crate::logging::LogLimiter;
 use crate::metrics::{Metrics, Side};
 use crate::observe::{Observed, Pending};
@@ -106,24 +106,8 @@ where
     let status = res.status();
     let owed = !head && !bodiless_status(status.as_u16());
     let mut res = res.map(|body| Observed::new(body, pending, owed));
-    // The upstream's own policy is kept, whether its fields are in the
-    // map or left in its head's bytes.
-    if let (true, Some(hsts)) = (tls, &shared.hsts) {
-        let copied = res.body().upstream_head().zip(answer);
-        let upstream_has = copied.is_some_and(|((bytes, _), fields)| {
-            let fields = fields.lock().unwrap_or_else(PoisonError::into_inner);
-            fields.iter().any(|field| {
-                field
-                    .name
-                    .of(bytes)
-                    .eq_ignore_ascii_case(STRICT_TRANSPORT_SECURITY.as_str().as_bytes())
-            })
-        });
-        if !upstream_has {
-            res.headers_mut()
-                .entry(STRICT_TRANSPORT_SECURITY)
-                .or_insert_with(|| hsts.clone());
-        }
+    if tls {
+        add_hsts(&mut res, shared, answer);
     }
     Ok(res)
 }
@@ -136,6 +120,7 @@ where
 /// same record, with what of the request `line` could be read.
 pub fn refused(
     shared: &Arc<Snapshot>,
+    conn: ConnInfo,
     line: RequestLine,
     version: Version,
     status: StatusCode,
@@ -144,14 +129,44 @@ pub fn refused(
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => response::header_fields_too_large(),
         _ => response::bad_request(),
     });
+    let tls = conn.scheme == "https";
     let outcome = Outcome {
         request: (shared.access_log || shared.report.is_some()).then(|| Box::new(line)),
         version,
+        tls,
         status: Some(res.status()),
         ..Outcome::default()
     };
     let pending = Pending::new(Arc::clone(shared), outcome, Instant::now());
-    res.map(|body| Observed::new(body, pending, true))
+    let mut res = res.map(|body| Observed::new(body, pending, true));
+    if tls {
+        add_hsts(&mut res, shared, None);
+    }
+    res
+}
+
+/// Adds the configured HSTS policy to an answer over TLS, unless the
+/// upstream's own answer has one: in its `HeaderMap`, or in its head's
+/// bytes when they are copied (their parsed fields then in `answer`).
+fn add_hsts(res: &mut Response<Observed>, shared: &Snapshot, answer: Option<&Mutex<Vec<Field>>>) {
+    let Some(hsts) = &shared.hsts else {
+        return;
+    };
+    let copied = res.body().upstream_head().zip(answer);
+    let upstream_has = copied.is_some_and(|((bytes, _), fields)| {
+        let fields = fields.lock().unwrap_or_else(PoisonError::into_inner);
+        fields.iter().any(|field| {
+            field
+                .name
+                .of(bytes)
+                .eq_ignore_ascii_case(STRICT_TRANSPORT_SECURITY.as_str().as_bytes())
+        })
+    });
+    if !upstream_has {
+        res.headers_mut()
+            .entry(STRICT_TRANSPORT_SECURITY)
+            .or_insert_with(|| hsts.clone());
+    }
 }
 
 async fn respond<B>(

@@ -943,6 +943,7 @@ async fn http1_over_tls_is_served_alike_on_both_layers() {
         );
         requests.extend(head("GET /hsts", "").into_bytes());
         answers.io.write_all(&requests).await.expect("requests");
+        answers.io.flush().await.expect("sent");
 
         let hello = answers.next().await;
         assert_eq!(hello.status, 200, "{layer}");
@@ -984,6 +985,7 @@ async fn http1_over_tls_is_served_alike_on_both_layers() {
             .write_all(head(&format!("GET /download?bytes={size}"), "").as_bytes())
             .await
             .expect("download");
+        answers.io.flush().await.expect("sent");
         let download = answers.next().await;
         assert_eq!(download.status, 200, "{layer}");
         assert_eq!(download.body.len(), size, "{layer}");
@@ -998,11 +1000,37 @@ async fn http1_over_tls_is_served_alike_on_both_layers() {
             .write_all(b"GET / HTTP/2.0\r\nHost: example.test\r\n\r\n")
             .await
             .expect("probe");
+        answers.io.flush().await.expect("sent");
         let probe = answers.next().await;
         let want = if layer == "native" { 505 } else { 400 };
         assert_eq!(probe.status, want, "{layer}");
         let more = tokio::time::timeout(Duration::from_secs(10), answers.more()).await;
         assert!(!more.expect("closed in time"), "{layer}: closed");
+
+        // A head the service refuses (two Hosts): 400, closed, and over
+        // TLS with the HSTS policy, on both layers.
+        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
+        let stream = t::handshake(addr, config, Some("example.test"))
+            .await
+            .expect("handshake");
+        let mut refused = Answers {
+            io: stream,
+            buf: Vec::new(),
+        };
+        refused
+            .io
+            .write_all(b"GET / HTTP/1.1\r\nHost: example.test\r\nHost: other.test\r\n\r\n")
+            .await
+            .expect("two hosts");
+        refused.io.flush().await.expect("sent");
+        let two_hosts = refused.next().await;
+        assert_eq!(two_hosts.status, 400, "{layer}");
+        assert_eq!(
+            two_hosts.header("strict-transport-security"),
+            Some("max-age=31536000"),
+            "{layer}: {}",
+            two_hosts.head
+        );
 
         let seen = upstream.requests();
         let uploads: Vec<_> = seen.iter().filter(|r| r.uri == "/upload").collect();
@@ -1050,6 +1078,7 @@ async fn a_websocket_over_tls_is_tunnelled_on_both_layers() {
             "GET /chat HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {BROWSER}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
         );
         client.write_all(request.as_bytes()).await.expect("request");
+        client.flush().await.expect("sent");
         let mut got = Vec::new();
         tokio::time::timeout(Duration::from_secs(5), async {
             let mut buf = [0u8; 1024];
@@ -1070,7 +1099,10 @@ async fn a_websocket_over_tls_is_tunnelled_on_both_layers() {
         let sent = support::pattern_chunk(0, 1 << 20);
         let (mut from, mut to) = tokio::io::split(client);
         let echoed = tokio::time::timeout(Duration::from_secs(10), async {
-            let writing = async { to.write_all(&sent).await.expect("write") };
+            let writing = async {
+                to.write_all(&sent).await.expect("write");
+                to.flush().await.expect("sent");
+            };
             let reading = async {
                 let mut echoed = vec![0u8; sent.len()];
                 from.read_exact(&mut echoed).await.expect("echo");
@@ -1082,6 +1114,158 @@ async fn a_websocket_over_tls_is_tunnelled_on_both_layers() {
         .unwrap_or_else(|_| panic!("{layer}: echoed within 10 s"));
         assert!(echoed == sent, "{layer}: the bytes came back as sent");
         drop((from, to));
+        // Which layer served (a request line naming HTTP/2.0 is 505 on
+        // crawlgate's own, 400 on hyper's).
+        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
+        let mut probe = t::handshake(proxy.tls_addr.expect("TLS"), config, Some("example.test"))
+            .await
+            .expect("handshake");
+        probe
+            .write_all(b"GET / HTTP/2.0\r\nHost: example.test\r\n\r\n")
+            .await
+            .expect("probe");
+        probe.flush().await.expect("sent");
+        let mut got = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), probe.read_to_end(&mut got)).await;
+        let want = if layer == "native" { 505 } else { 400 };
+        assert_eq!(support::parse_raw(&got).status, want, "{layer}");
         proxy.stop().await;
     }
+}
+
+/// With h2c on, the plain port serves HTTP/2 with prior knowledge and
+/// HTTP/1.1 side by side on each HTTP/1.1 layer, telling them apart by
+/// the first bytes even when they come one or two at a time: a preface
+/// sent in pieces is HTTP/2 (the server's SETTINGS come back), a `P…`
+/// that goes on as `POST` is HTTP/1.1. Which layer served the HTTP/1.1
+/// is the one asked for (a request line naming HTTP/2.0 is 505 on
+/// crawlgate's own, 400 on hyper's).
+#[tokio::test]
+async fn h2c_and_http1_share_the_plain_port_on_both_layers() {
+    let upstream = Upstream::start().await;
+    for layer in ["hyper", "native"] {
+        let overrides = Overrides {
+            upstream: Some(upstream.url()),
+            http1: Some(layer.to_owned()),
+            ..Overrides::default()
+        };
+        let proxy = Proxy::start_with("[proxy]\nh2c = true", overrides).await;
+
+        // HTTP/2 with prior knowledge, by hyper's client.
+        let tcp = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        let (mut send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await
+        .expect("h2 handshake");
+        tokio::spawn(conn);
+        for n in 0..2 {
+            let res = send
+                .send_request(get(
+                    &format!("http://example.test/h2c-{layer}-{n}"),
+                    BROWSER,
+                ))
+                .await
+                .expect("h2 answer");
+            assert_eq!(res.status(), 200, "{layer}");
+            assert_eq!(res.version(), http::Version::HTTP_2, "{layer}");
+        }
+
+        // The preface in pieces, then an empty SETTINGS frame.
+        let mut tcp = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        tcp.write_all(b"PR").await.expect("write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tcp.write_all(b"I * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await
+            .expect("write");
+        let mut frame = [0u8; 9];
+        tokio::time::timeout(Duration::from_secs(5), tcp.read_exact(&mut frame))
+            .await
+            .expect("in time")
+            .expect("the server's first frame");
+        assert_eq!(frame[3], 0x04, "{layer}: a SETTINGS frame, got {frame:?}");
+        // Closed, so that the drain below does not wait on them.
+        drop((tcp, send));
+
+        // HTTP/1.1 whose first byte could have begun the preface.
+        let mut tcp = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        tcp.write_all(b"P").await.expect("write");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let rest = format!(
+            "OST /h1-{layer} HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {BROWSER}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"
+        );
+        tcp.write_all(rest.as_bytes()).await.expect("write");
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut got))
+            .await
+            .expect("in time")
+            .expect("read");
+        let res = support::parse_raw(&got);
+        assert_eq!(res.status, 200, "{layer}");
+        assert_eq!(
+            res.text(),
+            format!("upstream saw POST /h1-{layer}"),
+            "{layer}"
+        );
+
+        let probe = support::send_raw(
+            proxy.addr,
+            b"GET / HTTP/2.0\r\nHost: example.test\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        let want = if layer == "native" { 505 } else { 400 };
+        assert_eq!(probe.status, want, "{layer}");
+        proxy.stop().await;
+    }
+    let seen = upstream.requests();
+    for layer in ["hyper", "native"] {
+        for n in 0..2 {
+            let uri = format!("/h2c-{layer}-{n}");
+            assert!(seen.iter().any(|r| r.uri == uri), "{uri} reached the site");
+        }
+        let h1 = upstream.last(&format!("/h1-{layer}")).expect("the POST");
+        assert_eq!(h1.body_len, 2, "{layer}");
+    }
+}
+
+/// A kept-alive HTTPS connection that waits longer than the header-read
+/// timeout is closed with a `close_notify` on crawlgate's own layer: its
+/// client reads a clean end, not a cut connection.
+#[tokio::test]
+async fn an_idle_https_connection_is_closed_cleanly() {
+    let Site { ca, proxy, .. } = Site::start_on(
+        "[proxy]\nheader_read_timeout = \"1s\"",
+        &["example.test"],
+        Some("native"),
+    )
+    .await;
+    let config = t::client_config(ca.roots(), &[b"http/1.1"]);
+    let stream = t::handshake(proxy.tls_addr.expect("TLS"), config, Some("example.test"))
+        .await
+        .expect("handshake");
+    let mut answers = Answers {
+        io: stream,
+        buf: Vec::new(),
+    };
+    let request = format!("GET /a HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {BROWSER}\r\n\r\n");
+    answers
+        .io
+        .write_all(request.as_bytes())
+        .await
+        .expect("request");
+    answers.io.flush().await.expect("sent");
+    assert_eq!(answers.next().await.status, 200);
+    let mut rest = Vec::new();
+    let end = tokio::time::timeout(Duration::from_secs(5), answers.io.read_to_end(&mut rest))
+        .await
+        .expect("closed within 5 s");
+    assert!(end.is_ok() && rest.is_empty(), "{end:?} {rest:?}");
+    proxy.stop().await;
 }

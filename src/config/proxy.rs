@@ -36,8 +36,8 @@ pub struct RawProxy {
     pub shutdown_grace: Option<String>,
     /// Accept HTTP/2 with prior knowledge (h2c) on the plain port.
     pub h2c: Option<bool>,
-    /// Which HTTP/1.1 server layer serves the plain port (without h2c)
-    /// and HTTP/1.1 over TLS: `hyper` or `native`.
+    /// Which HTTP/1.1 server layer serves HTTP/1.1, plain and over TLS:
+    /// `hyper` or `native`.
     pub http1: Option<String>,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Option<String>,
@@ -94,9 +94,8 @@ pub struct ProxyConfig {
     pub shutdown_grace: Duration,
     /// Accept h2c (HTTP/2 with prior knowledge) on the plain port.
     pub h2c: bool,
-    /// The HTTP/1.1 layer: the server side of the plain port (without
-    /// h2c) and of HTTP/1.1 over TLS, and the client side to an
-    /// `http://` upstream.
+    /// The HTTP/1.1 layer: the server side of HTTP/1.1, plain and over
+    /// TLS, and the client side to an `http://` upstream.
     pub http1: Http1Layer,
     /// Close an HTTP/2 connection without open streams after this long.
     pub http2_idle_timeout: Duration,

@@ -19,7 +19,9 @@ use tokio::net::TcpStream;
 /// A connection read and written through a shared reference, without
 /// waiting: each operation says `WouldBlock` when it cannot go on, and
 /// the matching `poll_*_ready` then waits for the socket (a `WouldBlock`
-/// has told tokio that the readiness it had is used up).
+/// has told tokio that the readiness it had is used up). tokio keeps one
+/// waker per direction: one task at a time may wait to read, and one to
+/// write.
 pub trait Socket {
     /// Ready when a read may give bytes (or the end).
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
@@ -37,6 +39,10 @@ pub trait Socket {
     fn try_flush(&self) -> io::Result<bool> {
         Ok(true)
     }
+    /// Tells the peer, if the socket can say it now without waiting,
+    /// that nothing more will be sent (a TLS `close_notify`), before a
+    /// close that does not linger.
+    fn say_closing(&self) {}
     /// The TCP connection underneath.
     fn tcp(&self) -> &TcpStream;
 }
@@ -59,21 +65,9 @@ impl Socket for TcpStream {
         let room = (buf.capacity() - buf.len()).min(most);
         // A read into no room would say "end of stream".
         debug_assert!(room > 0, "a read needs room");
-        let mut got = None;
-        let read = self.try_io(Interest::READABLE, || {
-            let n = self.try_read_buf(&mut (&mut *buf).limit(room))?;
-            got = Some(n);
-            if 0 < n && n < room {
-                // Clears the readiness; the count is in `got`.
-                Err(io::ErrorKind::WouldBlock.into())
-            } else {
-                Ok(n)
-            }
-        });
-        match (read, got) {
-            (Err(err), Some(n)) if err.kind() == io::ErrorKind::WouldBlock => Ok(n),
-            (read, _) => read,
-        }
+        read_emptying(self, room, || {
+            self.try_read_buf(&mut (&mut *buf).limit(room))
+        })
     }
 
     fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
@@ -86,6 +80,31 @@ impl Socket for TcpStream {
 
     fn tcp(&self) -> &TcpStream {
         self
+    }
+}
+
+/// One read by `read` off `tcp`, of at most `room` bytes, that tells
+/// tokio when it has emptied the socket's queue (it left room over), as
+/// tokio's own `poll_read` does.
+pub fn read_emptying(
+    tcp: &TcpStream,
+    room: usize,
+    read: impl FnOnce() -> io::Result<usize>,
+) -> io::Result<usize> {
+    let mut got = None;
+    let result = tcp.try_io(Interest::READABLE, || {
+        let n = read()?;
+        got = Some(n);
+        if 0 < n && n < room {
+            // Clears the readiness; the count is in `got`.
+            Err(io::ErrorKind::WouldBlock.into())
+        } else {
+            Ok(n)
+        }
+    });
+    match (result, got) {
+        (Err(err), Some(n)) if err.kind() == io::ErrorKind::WouldBlock => Ok(n),
+        (result, _) => result,
     }
 }
 

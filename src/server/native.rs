@@ -152,18 +152,42 @@ enum Next {
     Switched,
 }
 
-/// Serves the plain HTTP/1.1 connection `stream` until it closes.
-pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) {
+/// The first bytes of HTTP/2's connection preface (RFC 9113 §3.4: no
+/// HTTP/1.1 request starts so, the `PRI` method being reserved for it).
+const H2_PREFACE_START: &[u8] = b"PRI ";
+
+/// A connection on the plain port with h2c on that opened with HTTP/2's
+/// preface: handed back, with the bytes read of it, for hyper's HTTP/2.
+pub(super) struct H2c<S> {
+    pub(super) conn: Conn,
+    pub(super) stream: Prefixed<S>,
+}
+
+/// Serves the HTTP/1.1 connection `stream` until it closes. With `h2c`
+/// (the plain port with `proxy.h2c` on), a connection that opens with
+/// HTTP/2's preface is handed back instead (boxed: the task of every
+/// HTTP/1.1 connection would otherwise keep room for it).
+pub(super) async fn serve<S: Stream>(
+    conn: Conn,
+    stream: S,
+    pool: Arc<BufPool>,
+    h2c: bool,
+) -> Option<Box<H2c<S>>> {
     let Conn {
         worker,
         builders,
         info,
         mut phase,
-        ..
     } = conn;
     let metrics = Arc::clone(&builders.shared.process.metrics);
-    let _open = metrics.connection(Protocol::http1);
+    let _open = metrics.connection(if h2c {
+        Protocol::http1_or_h2c
+    } else {
+        Protocol::http1
+    });
     let mut scratch: Option<Scratch> = None;
+    // Until the first bytes have said which protocol this is.
+    let mut may_be_h2 = h2c;
     loop {
         let timeout = worker.snapshot().conn.header_read_timeout;
         let deadline = Instant::now() + timeout;
@@ -173,7 +197,8 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
                 pool.give(done);
             }
             if *phase.borrow_and_update() != Phase::Serve {
-                return;
+                stream.say_closing();
+                return None;
             }
             // Buffers are taken only when bytes are really there: a
             // readiness may be one already used up (a read that filled
@@ -182,11 +207,17 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
             let taken = loop {
                 tokio::select! {
                     ready = readable(&stream) => if ready.is_err() {
-                        return;
+                        return None;
                     },
-                    () = tokio::time::sleep_until(deadline) => return,
+                    () = tokio::time::sleep_until(deadline) => {
+                        stream.say_closing();
+                        return None;
+                    }
                     // Draining (or gone): an idle connection closes now.
-                    _ = phase.changed() => return,
+                    _ = phase.changed() => {
+                        stream.say_closing();
+                        return None;
+                    }
                 }
                 let mut taken = pool.take();
                 match try_read(&stream, &mut taken.buf) {
@@ -195,11 +226,28 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
                     // Its end, or an error.
                     _ => {
                         pool.give(taken);
-                        return;
+                        return None;
                     }
                 }
             };
             scratch = Some(taken);
+        }
+        if let (true, Some(s)) = (std::mem::take(&mut may_be_h2), scratch.as_mut()) {
+            match opens_h2(&stream, &mut s.buf, deadline).await {
+                Some(false) => {}
+                Some(true) => {
+                    let prefix = scratch.take().map(|s| s.buf.freeze()).unwrap_or_default();
+                    let conn = Conn {
+                        worker,
+                        builders,
+                        info,
+                        phase,
+                    };
+                    let stream = Prefixed { prefix, io: stream };
+                    return Some(Box::new(H2c { conn, stream }));
+                }
+                None => break,
+            }
         }
         let s = scratch.get_or_insert_with(|| pool.take());
         // Made only for a request that asks to upgrade.
@@ -219,7 +267,7 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
             Next::Close => break,
             Next::Abort => {
                 let _ = stream.tcp().set_zero_linger();
-                return;
+                return None;
             }
             // The service's copy of the slot is gone with its response.
             Next::Switched => slot
@@ -239,7 +287,7 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
                     io: stream,
                 };
                 Box::pin(tunnel.run_on(client, close)).await;
-                return;
+                return None;
             }
         }
     }
@@ -247,6 +295,33 @@ pub(super) async fn serve<S: Stream>(conn: Conn, stream: S, pool: Arc<BufPool>) 
         pool.give(done);
     }
     Box::pin(linger(stream)).await;
+    None
+}
+
+/// Whether the connection whose first bytes are in `buf` opens with
+/// HTTP/2's preface, reading more (by `deadline`) while too few have come
+/// to tell; `None` when it closed or was too slow first.
+async fn opens_h2<S: Socket + ?Sized>(
+    stream: &S,
+    buf: &mut BytesMut,
+    deadline: Instant,
+) -> Option<bool> {
+    loop {
+        let n = buf.len().min(H2_PREFACE_START.len());
+        if buf[..n] != H2_PREFACE_START[..n] {
+            return Some(false);
+        }
+        if n == H2_PREFACE_START.len() {
+            return Some(true);
+        }
+        tokio::select! {
+            read = read_some(stream, buf, usize::MAX) => match read {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            },
+            () = tokio::time::sleep_until(deadline) => return None,
+        }
+    }
 }
 
 /// One request on the connection: its head read (by `deadline`), served,
@@ -270,7 +345,7 @@ async fn exchange<S: Stream>(
             Ok(Some(head)) => break head,
             Ok(None) => {}
             Err(err) => {
-                Box::pin(refuse(stream, s, &worker, err, info.peer)).await;
+                Box::pin(refuse(stream, s, &worker, err, info)).await;
                 return Next::Close;
             }
         }
@@ -305,7 +380,7 @@ async fn exchange<S: Stream>(
     };
     let Some(req) = request(&head, &s.fields, &head_bytes, body) else {
         s.buf = BytesMut::from(&head_bytes[..]);
-        Box::pin(refuse(stream, s, &worker, HeadError::Target, info.peer)).await;
+        Box::pin(refuse(stream, s, &worker, HeadError::Target, info)).await;
         return Next::Close;
     };
     let is_head = req.method() == Method::HEAD;
@@ -645,8 +720,9 @@ async fn refuse<S: Socket + ?Sized>(
     s: &mut Scratch,
     worker: &crate::state::Worker,
     err: HeadError,
-    peer: SocketAddr,
+    info: service::ConnInfo,
 ) {
+    let peer = info.peer;
     tracing::debug!(%peer, error = %err, "refused a request head");
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let read_by_hyper = !matches!(
@@ -659,7 +735,7 @@ async fn refuse<S: Socket + ?Sized>(
     );
     if read_by_hyper {
         if let Some((line, version)) = refused_line(&s.buf, peer) {
-            let res = service::refused(&worker.snapshot, line, version, status);
+            let res = service::refused(&worker.snapshot, info, line, version, status);
             let version = match version {
                 http::Version::HTTP_10 => Version::Http10,
                 _ => Version::Http11,

@@ -25,10 +25,12 @@ impl<S> Stream for S where S: Socket + AsyncRead + AsyncWrite + Unpin + Send + S
 /// dropped for a moment (a close with unread bytes would reset the
 /// connection, and the client could lose the answer before reading it).
 pub(super) async fn linger<S: Stream>(mut stream: S) {
-    if tokio::io::AsyncWriteExt::shutdown(&mut stream)
-        .await
-        .is_err()
-    {
+    // Bounded: over TLS the close is a record to send (a `close_notify`,
+    // after any the session still holds), which a client that reads no
+    // more would leave waiting.
+    let closed =
+        tokio::time::timeout(LINGER_TIME, tokio::io::AsyncWriteExt::shutdown(&mut stream)).await;
+    if !matches!(closed, Ok(Ok(()))) {
         return;
     }
     let drain = async {

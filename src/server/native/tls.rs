@@ -86,7 +86,9 @@ impl TlsSocket {
                 let _ = send(&mut tls, &self.tcp);
                 return Err(io::Error::new(io::ErrorKind::InvalidData, err));
             }
-            // A record that asks for an answer (a key update).
+            // Records the session queued while reading (an alert, say) go
+            // out now if the connection takes them, else with the next
+            // write.
             if tls.wants_write() {
                 let _ = send(&mut tls, &self.tcp);
             }
@@ -119,9 +121,13 @@ fn send(tls: &mut ServerConnection, tcp: &TcpStream) -> io::Result<bool> {
 /// The connection as `std::io` sees it, without waiting.
 struct Raw<'a>(&'a TcpStream);
 
+/// A read that leaves room over has emptied the socket's queue, and
+/// tokio is told so (as for a plain connection, `proxy::socket`): the
+/// next wait is for new records, not a readiness already used up.
 impl Read for Raw<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0.try_read(buf)
+        let tcp = self.0;
+        socket::read_emptying(tcp, buf.len(), || tcp.try_read(buf))
     }
 }
 
@@ -183,6 +189,10 @@ impl Socket for TlsSocket {
 
     fn try_flush(&self) -> io::Result<bool> {
         send(&mut self.session(), &self.tcp)
+    }
+
+    fn say_closing(&self) {
+        let _ = self.try_close();
     }
 
     fn tcp(&self) -> &TcpStream {
