@@ -36,28 +36,30 @@
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use http::{HeaderValue, Method, StatusCode, Uri};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{Conn, Phase};
 use crate::http1::chunked::{ChunkError, Chunked};
-use crate::http1::{self, BodyFraming, Field, HeadError, NameFilter, RequestHead, Version};
+use crate::http1::{self, BodyFraming, Field, HeadError, RequestHead, Version};
 use crate::metrics::Protocol;
 use crate::outcome::RequestLine;
 use crate::proxy::body::{BodyFeed, FedBody};
 use crate::proxy::head::ClientHead;
 use crate::service;
-use crate::tunnel::{OwnConnection, UpgradeSlot};
+use crate::tunnel::UpgradeSlot;
 
+mod request;
 mod response;
 mod socket;
 mod tls;
 
+use request::request;
 use response::{field_line, status_line, write_response, Answering, Written, DATE_NOW};
 pub(super) use socket::Stream;
 use socket::{linger, read_some, readable, try_read, write_all, Prefixed, ReadSize, Socket};
@@ -458,86 +460,6 @@ async fn exchange<S: Stream>(
     }
 }
 
-/// The request `head` (parsed from `bytes` with `fields`) as the service
-/// takes it: the header values are slices of `bytes`, not copies. `None`
-/// when a part is not what `http` accepts (httparse has already refused
-/// most of what that could be).
-fn request(
-    head: &RequestHead,
-    fields: &[Field],
-    bytes: &Bytes,
-    body: FedBody,
-) -> Option<Request<FedBody>> {
-    let method = Method::from_bytes(head.method(bytes)).ok()?;
-    let target = head.target;
-    let uri =
-        Uri::from_maybe_shared(bytes.slice(target.start as usize..target.end as usize)).ok()?;
-    // Room for the fields crawlgate adds on the way upstream.
-    let mut headers = HeaderMap::with_capacity(fields.len() + 8);
-    for field in fields {
-        let name = field_name(field.name.of(bytes))?;
-        let value = field.value;
-        let value =
-            HeaderValue::from_maybe_shared(bytes.slice(value.start as usize..value.end as usize))
-                .ok()?;
-        headers.append(name, value);
-    }
-    let mut req = Request::new(body);
-    *req.method_mut() = method;
-    *req.uri_mut() = uri;
-    *req.version_mut() = match head.version {
-        Version::Http10 => http::Version::HTTP_10,
-        Version::Http11 => http::Version::HTTP_11,
-    };
-    *req.headers_mut() = headers;
-    if head.upgrade {
-        req.extensions_mut().insert(OwnConnection);
-    }
-    Some(req)
-}
-
-/// Field names browsers send that `http` has no constant for. Taken from
-/// here they cost no allocation, and neither do their copies (the retry's
-/// copy of the head); `HeaderName::from_bytes` copies every name it does
-/// not know into a buffer of its own.
-static BROWSER_NAMES: [HeaderName; 19] = [
-    HeaderName::from_static("sec-ch-ua"),
-    HeaderName::from_static("sec-ch-ua-mobile"),
-    HeaderName::from_static("sec-ch-ua-platform"),
-    HeaderName::from_static("sec-ch-ua-platform-version"),
-    HeaderName::from_static("sec-ch-ua-full-version-list"),
-    HeaderName::from_static("sec-ch-ua-model"),
-    HeaderName::from_static("sec-ch-ua-arch"),
-    HeaderName::from_static("sec-ch-ua-bitness"),
-    HeaderName::from_static("sec-fetch-site"),
-    HeaderName::from_static("sec-fetch-mode"),
-    HeaderName::from_static("sec-fetch-user"),
-    HeaderName::from_static("sec-fetch-dest"),
-    HeaderName::from_static("sec-fetch-storage-access"),
-    HeaderName::from_static("sec-gpc"),
-    HeaderName::from_static("sec-purpose"),
-    HeaderName::from_static("priority"),
-    HeaderName::from_static("purpose"),
-    HeaderName::from_static("x-requested-with"),
-    HeaderName::from_static("save-data"),
-];
-
-static BROWSER_FILTER: LazyLock<NameFilter> =
-    LazyLock::new(|| NameFilter::of(BROWSER_NAMES.iter().map(|n| n.as_str().as_bytes())));
-
-/// The field name `name` (any case) as `http` holds it.
-fn field_name(name: &[u8]) -> Option<HeaderName> {
-    if BROWSER_FILTER.may_hold(name) {
-        if let Some(known) = BROWSER_NAMES
-            .iter()
-            .find(|n| n.as_str().as_bytes().eq_ignore_ascii_case(name))
-        {
-            return Some(known.clone());
-        }
-    }
-    HeaderName::from_bytes(name).ok()
-}
-
 /// Reads the request body framed as `head` says from `stream` (after what
 /// `buf` holds already) into `feed`, once it is asked for. When it is not
 /// asked for (the request answered without it, or its reader gone), the
@@ -762,36 +684,6 @@ async fn refuse<S: Socket + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A browser's names come from the table in any case, the same name
-    /// `http` would make of them; other names as `http` makes them.
-    #[test]
-    fn field_names_come_from_the_table_or_from_http() {
-        for known in &BROWSER_NAMES {
-            let name = known.as_str();
-            for spelling in [name.to_owned(), name.to_ascii_uppercase()] {
-                let got = field_name(spelling.as_bytes()).expect("a name");
-                assert_eq!(
-                    got,
-                    HeaderName::from_bytes(spelling.as_bytes()).expect("valid")
-                );
-            }
-        }
-        for name in [
-            "Accept",
-            "user-agent",
-            "X-Custom",
-            "sec-ch-ua-x",
-            "Priority2",
-        ] {
-            assert_eq!(
-                field_name(name.as_bytes()),
-                HeaderName::from_bytes(name.as_bytes()).ok(),
-                "{name}"
-            );
-        }
-        assert_eq!(field_name(b"bad name"), None);
-    }
 
     /// An exchange's future is boxed for each request and moved as a
     /// whole: it stays small by holding the service's future boxed (it
