@@ -413,7 +413,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<TlsAcceptor>, mut ctx: A
             None => tokio::spawn(plain_task(conn, stream, permit)),
             Some(acceptor) => {
                 // Over TLS the native layer serves HTTP/1.1; HTTP/2 is hyper's.
-                let pool = (settings.http1 == Http1Layer::Native).then(|| Arc::clone(ctx.pool));
+                let pool = native.then(|| Arc::clone(ctx.pool));
                 tokio::spawn(tls_task(conn, stream, acceptor.clone(), pool, permit))
             }
         };

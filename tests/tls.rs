@@ -1079,22 +1079,9 @@ async fn a_websocket_over_tls_is_tunnelled_on_both_layers() {
         );
         client.write_all(request.as_bytes()).await.expect("request");
         client.flush().await.expect("sent");
-        let mut got = Vec::new();
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut buf = [0u8; 1024];
-            while !got.ends_with(b"\r\n\r\nfirst") {
-                let n = client.read(&mut buf).await.expect("read");
-                assert!(
-                    n > 0,
-                    "{layer}: closed after {:?}",
-                    String::from_utf8_lossy(&got)
-                );
-                got.extend_from_slice(&buf[..n]);
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{layer}: {:?}", String::from_utf8_lossy(&got)));
+        let got = support::read_switched(&mut client, layer).await;
         assert!(got.starts_with(b"HTTP/1.1 101 "), "{layer}: {got:?}");
+        assert!(got.ends_with(b"\r\n\r\nfirst"), "{layer}: {got:?}");
         // Both ways at once, more than a TLS record and a socket buffer.
         let sent = support::pattern_chunk(0, 1 << 20);
         let (mut from, mut to) = tokio::io::split(client);

@@ -389,25 +389,7 @@ async fn bytes_sent_with_the_101_reach_the_client_on_both_layers() {
             "GET /chat HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {FIREFOX}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
         );
         client.write_all(request.as_bytes()).await.expect("request");
-        let mut got = Vec::new();
-        let read_until = |wanted: &'static [u8]| {
-            move |got: &Vec<u8>| got.windows(wanted.len()).any(|w| w == wanted)
-        };
-        let first = read_until(b"\r\n\r\nfirst");
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut buf = [0u8; 1024];
-            while !first(&got) {
-                let n = client.read(&mut buf).await.expect("read");
-                assert!(
-                    n > 0,
-                    "{layer}: closed after {:?}",
-                    String::from_utf8_lossy(&got)
-                );
-                got.extend_from_slice(&buf[..n]);
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{layer}: {:?}", String::from_utf8_lossy(&got)));
+        let got = support::read_switched(&mut client, layer).await;
         assert!(got.starts_with(b"HTTP/1.1 101 "), "{layer}: {got:?}");
         assert!(got.ends_with(b"\r\n\r\nfirst"), "{layer}: {got:?}");
         client.write_all(b"ping").await.expect("ping");

@@ -264,6 +264,32 @@ pub async fn switching_echo() -> SocketAddr {
     addr
 }
 
+/// Reads what a client of [`switching_echo`] gets, through `layer`'s
+/// proxy, up to the bytes sent with the `101` (`first`): within 5 s, and
+/// failing if the connection closes first.
+pub async fn read_switched<R: tokio::io::AsyncRead + Unpin>(
+    client: &mut R,
+    layer: &str,
+) -> Vec<u8> {
+    let mut got = Vec::new();
+    let wanted = b"\r\n\r\nfirst";
+    tokio::time::timeout(Duration::from_secs(5), async {
+        let mut buf = [0u8; 1024];
+        while !got.windows(wanted.len()).any(|w| w == wanted) {
+            let n = client.read(&mut buf).await.expect("read");
+            assert!(
+                n > 0,
+                "{layer}: closed after {:?}",
+                String::from_utf8_lossy(&got)
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{layer}: {:?}", String::from_utf8_lossy(&got)));
+    got
+}
+
 /// Reads one message head, up to and including its blank line, from
 /// `stream` a byte at a time, so that nothing after it is taken (a raw
 /// upstream reads the request, or a test the answer, and then what
