@@ -211,6 +211,25 @@ rss_kib() { # VmRSS or VmHWM summed over processes: field pids...
 
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
+# core_ticks: "busy total" of the proxy's core, then of the load core
+# (/proc/stat: busy is all but idle and iowait), to tell which side a run
+# was bound by: the proxy's core near 100 % means the proxy limited it.
+core_ticks() {
+    awk -v a="cpu$PROXY_CPU" -v b="cpu$LOAD_CPU" '$1 == a || $1 == b {
+        t = 0; for (i = 2; i <= NF; i++) t += $i
+        busy[$1] = t - $5 - $6; total[$1] = t
+    } END { print busy[a], total[a], busy[b], total[b] }' /proc/stat
+}
+
+# busy_pct BEFORE AFTER: "proxy-core% load-core%" between two core_ticks.
+busy_pct() {
+    awk -v x="$1" -v y="$2" 'BEGIN {
+        split(x, a, " "); split(y, b, " ")
+        p = b[2] - a[2]; l = b[4] - a[4]
+        printf "%d\t%d", p ? 100 * (b[1] - a[1]) / p : 0, l ? 100 * (b[3] - a[3]) / l : 0
+    }'
+}
+
 # run_wrk NAME PROXY PORT MODE [PIDS…]: one measured run, one TSV row.
 run_wrk() {
     local name=$1 proxy=$2 port=$3 mode=$4
@@ -222,7 +241,10 @@ run_wrk() {
     taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d1s -s bench/mix.lua "$url" -- "$mode" ${CLOSE:-} > /dev/null
     local before=0 after=0
     (($#)) && before=$(cpu_ticks "$@")
+    local cores0 cores1
+    cores0=$(core_ticks)
     taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" -s "$script" "$url" -- "$mode" ${CLOSE:-} > "$RUN/wrk.out"
+    cores1=$(core_ticks)
     (($#)) && after=$(cpu_ticks "$@")
     local line
     line=$(grep '^RESULT' "$RUN/wrk.out")
@@ -233,7 +255,8 @@ run_wrk() {
     p99=$(sed -E 's/.*p99_us=([0-9]+).*/\1/' <<< "$line")
     errors=$(sed -E 's/.*socket_errors=([0-9]+).*/\1/' <<< "$line")
     local cpu_us=$(((after - before) * TICK_US))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$proxy" "$requests" "$duration" "$p50" "$p99" "$cpu_us" "$errors" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$proxy" "$requests" "$duration" "$p50" "$p99" "$cpu_us" "$errors" \
+        "$(busy_pct "$cores0" "$cores1")" >> "$RESULTS"
     if ((SMOKE)); then check_mix "$name" "$proxy" "$mode"; fi
 }
 
@@ -264,7 +287,10 @@ run_h2() {
     taskset -c "$LOAD_CPU" "$H2LOAD" "${load[@]}" -D 1 "$url" > /dev/null
     local before=0 after=0
     (($#)) && before=$(cpu_ticks "$@")
+    local cores0 cores1
+    cores0=$(core_ticks)
     taskset -c "$LOAD_CPU" "$H2LOAD" "${load[@]}" -D "$DURATION" "$url" > "$RUN/h2.out"
+    cores1=$(core_ticks)
     (($#)) && after=$(cpu_ticks "$@")
     local requests errors seconds
     requests=$(awk '$1 == "requests:" { print $8 }' "$RUN/h2.out")
@@ -274,8 +300,9 @@ run_h2() {
         echo "# $name/$proxy: not every answer was 2xx: $(grep '^status codes' "$RUN/h2.out")"
     fi
     local cpu_us=$(((after - before) * TICK_US))
-    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t%s\n' "$name" "$proxy" "${requests:-0}" \
-        "$(awk -v s="${seconds:-0}" 'BEGIN { printf "%d", s * 1000000 }')" "$cpu_us" "${errors:-0}" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t%s\t%s\n' "$name" "$proxy" "${requests:-0}" \
+        "$(awk -v s="${seconds:-0}" 'BEGIN { printf "%d", s * 1000000 }')" "$cpu_us" "${errors:-0}" \
+        "$(busy_pct "$cores0" "$cores1")" >> "$RESULTS"
 }
 
 # run_handshakes NAME PROXY PORT [PIDS…]: full TLS 1.3 handshakes, one per
@@ -286,16 +313,19 @@ run_handshakes() {
     shift 3
     local before=0 after=0
     (($#)) && before=$(cpu_ticks "$@")
+    local cores0 cores1
+    cores0=$(core_ticks)
     taskset -c "$LOAD_CPU" openssl s_time -connect "127.0.0.1:$port" -new -tls1_3 \
         -time "$DURATION" > "$RUN/stime.out" 2>&1 || true
+    cores1=$(core_ticks)
     (($#)) && after=$(cpu_ticks "$@")
     local count seconds
     count=$(sed -nE 's/^([0-9]+) connections in [0-9]+ real seconds.*/\1/p' "$RUN/stime.out")
     seconds=$(sed -nE 's/^[0-9]+ connections in ([0-9]+) real seconds.*/\1/p' "$RUN/stime.out")
     [[ -n $count ]] || echo "# $name/$proxy: s_time made no connection: $(tail -3 "$RUN/stime.out")"
     local cpu_us=$(((after - before) * TICK_US))
-    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t0\n' "$name" "$proxy" "${count:-0}" \
-        "$((${seconds:-0} * 1000000))" "$cpu_us" >> "$RESULTS"
+    printf '%s\t%s\t%s\t%s\t0\t0\t%s\t0\t%s\n' "$name" "$proxy" "${count:-0}" \
+        "$((${seconds:-0} * 1000000))" "$cpu_us" "$(busy_pct "$cores0" "$cores1")" >> "$RESULTS"
 }
 
 # The status mix a scenario must produce (smoke mode).

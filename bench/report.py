@@ -2,6 +2,7 @@
 """Turns bench/load.sh's raw rows into the table of medians and ratios.
 
 results.tsv: scenario proxy requests duration_us p50_us p99_us cpu_us socket_errors
+             proxy_core_busy_pct load_core_busy_pct
 memory.tsv:  idle proxy rss_before_kib rss_after_kib idle_conns, or
              stream proxy down_bytes down_ns up_status up_bytes up_ns peak_rss_kib
 In smoke mode it also fails (exit 1) when a run had socket errors or a
@@ -25,7 +26,7 @@ def main() -> int:
     ok = True
     runs = defaultdict(list)
     for line in open(results):
-        name, proxy, req, dur, p50, p99, cpu, errors = line.rstrip("\n").split("\t")
+        name, proxy, req, dur, p50, p99, cpu, errors, busy_proxy, busy_load = line.rstrip("\n").split("\t")
         req, dur, p50, p99, cpu, errors = map(int, (req, dur, p50, p99, cpu, errors))
         runs[(name, proxy)].append(
             {
@@ -35,6 +36,10 @@ def main() -> int:
                 "p99": p99 / 1000 if name not in NO_LATENCY else None,
                 "cpu": cpu / req if req and proxy != "origin" else None,
                 "errors": errors,
+                # How busy each core was: a run is bound by the proxy only
+                # when the proxy's core is near 100 %.
+                "busy_proxy": int(busy_proxy),
+                "busy_load": int(busy_load),
             }
         )
         if smoke and errors:
@@ -53,8 +58,8 @@ def main() -> int:
 
     n_rounds = max((len(v) for v in runs.values()), default=0)
     print(f"\n## Throughput (medians of {n_rounds} runs each)\n")
-    print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| scenario | proxy | req/s | p50 ms | p99 ms | proxy CPU µs/req | busy: proxy core, load core |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for name in SCENARIOS:
         for proxy in [
             "origin",
@@ -73,7 +78,8 @@ def main() -> int:
             print(
                 f"| {name} | {proxy} | {fmt(med(name, proxy, 'rps'), ',.0f')} | "
                 f"{fmt(med(name, proxy, 'p50'), '.2f')} | {fmt(med(name, proxy, 'p99'), '.2f')} | "
-                f"{fmt(med(name, proxy, 'cpu'), '.1f')} |"
+                f"{fmt(med(name, proxy, 'cpu'), '.1f')} | "
+                f"{med(name, proxy, 'busy_proxy'):.0f} %, {med(name, proxy, 'busy_load'):.0f} % |"
             )
     peers = {
         "nginx-lean": "nginx-lean (25-token map, the headline)",
