@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::clock::Progress;
-use crate::proxy::socket::Prefixed;
+use crate::proxy::socket::{MaybeTls, Prefixed};
 use crate::proxy::Switched;
 
 /// How long the two halves may take to be handed over after the 101.
@@ -68,7 +68,7 @@ pub enum UpstreamHalf {
     Hyper(OnUpgrade),
     /// crawlgate's own connection (`proxy.http1 = "native"`), with what
     /// the upstream sent past its `101`.
-    Own(Prefixed),
+    Own(Prefixed<MaybeTls>),
 }
 
 impl UpstreamHalf {

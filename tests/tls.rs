@@ -581,33 +581,261 @@ async fn an_https_upstream_is_verified() {
     std::fs::write(&ca_file, &ca.pem).expect("write CA");
     let url = format!("https://{}", upstream.addr);
 
-    // With the CA and the origin's name: forwarded over TLS.
+    for layer in ["hyper", "native"] {
+        // With the CA and the origin's name: forwarded over TLS.
+        let toml = format!(
+            "[proxy]\nupstream_ca = {:?}\nupstream_sni = \"origin.test\"",
+            ca_file.display().to_string()
+        );
+        let proxy = Proxy::start_with(&toml, on_layer(&url, layer)).await;
+        let res = support::send_raw(
+            proxy.addr,
+            b"GET /over-tls HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(res.status, 200, "{layer}: {}", res.text());
+        assert_eq!(res.text(), "upstream saw GET /over-tls", "{layer}");
+        proxy.stop().await;
+
+        // Without the SNI override the certificate does not name the IP:
+        // 502, and nothing reached the origin.
+        let toml = format!("[proxy]\nupstream_ca = {:?}", ca_file.display().to_string());
+        let proxy = Proxy::start_with(&toml, on_layer(&url, layer)).await;
+        let res = support::send_raw(
+            proxy.addr,
+            b"GET /unverified HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(res.status, 502, "{layer}");
+        assert!(!upstream.requests().iter().any(|r| r.uri == "/unverified"));
+        proxy.stop().await;
+    }
+}
+
+/// Writes 1 MiB to a tunnel's `client` end while reading it back from the
+/// echo behind it (both ways at once, more than a TLS record and a socket
+/// buffer): the bytes come back as sent, within 10 s.
+async fn echoes_both_ways<S: tokio::io::AsyncRead + tokio::io::AsyncWrite>(client: S, layer: &str) {
+    let sent = support::pattern_chunk(0, 1 << 20);
+    let (mut from, mut to) = tokio::io::split(client);
+    let echoed = tokio::time::timeout(Duration::from_secs(10), async {
+        let writing = async {
+            to.write_all(&sent).await.expect("write");
+            to.flush().await.expect("sent");
+        };
+        let reading = async {
+            let mut echoed = vec![0u8; sent.len()];
+            from.read_exact(&mut echoed).await.expect("echo");
+            echoed
+        };
+        tokio::join!(writing, reading).1
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{layer}: echoed within 10 s"));
+    assert!(echoed == sent, "{layer}: the bytes came back as sent");
+}
+
+/// crawlgate's overrides for `upstream` on `layer`.
+fn on_layer(upstream: &str, layer: &str) -> Overrides {
+    Overrides {
+        upstream: Some(upstream.to_owned()),
+        http1: Some(layer.to_owned()),
+        ..Overrides::default()
+    }
+}
+
+/// The CA's certificate in a file, for `proxy.upstream_ca`, and the
+/// config that trusts it for an upstream named `origin.test`.
+fn trusting(ca: &Ca) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("ca.pem");
+    std::fs::write(&file, &ca.pem).expect("write CA");
     let toml = format!(
         "[proxy]\nupstream_ca = {:?}\nupstream_sni = \"origin.test\"",
-        ca_file.display().to_string()
+        file.display().to_string()
     );
-    let proxy = Proxy::start(&toml, &url).await;
-    let res = support::send_raw(
-        proxy.addr,
-        b"GET /over-tls HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
-    )
-    .await;
-    assert_eq!(res.status, 200, "{}", res.text());
-    assert_eq!(res.text(), "upstream saw GET /over-tls");
-    proxy.stop().await;
+    (dir, toml)
+}
 
-    // Without the SNI override the certificate does not name the IP: 502,
-    // and nothing reached the origin.
-    let toml = format!("[proxy]\nupstream_ca = {:?}", ca_file.display().to_string());
-    let proxy = Proxy::start(&toml, &url).await;
-    let res = support::send_raw(
-        proxy.addr,
-        b"GET /unverified HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
-    )
-    .await;
-    assert_eq!(res.status, 502);
-    assert!(!upstream.requests().iter().any(|r| r.uri == "/unverified"));
-    proxy.stop().await;
+/// An `https://` upstream reached on both layers alike, over one kept-alive
+/// TLS connection: a GET, a chunked upload, a 3 MB download and another
+/// GET from one client connection, each whole; then a WebSocket to an
+/// `https://` upstream, 1 MiB echoed both ways at once.
+#[tokio::test]
+async fn an_https_upstream_is_reached_alike_on_both_layers() {
+    let ca = Ca::new();
+    let origin = Ca::acceptor(&ca.leaf(&["origin.test"]));
+    let upstream = Upstream::start_with_tls(Some(origin.clone())).await;
+    let (_ca_dir, toml) = trusting(&ca);
+    for layer in ["hyper", "native"] {
+        let proxy = Proxy::start_with(
+            &toml,
+            on_layer(&format!("https://{}", upstream.addr), layer),
+        )
+        .await;
+        let connections = upstream
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let io = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        let mut answers = Answers {
+            io,
+            buf: Vec::new(),
+        };
+        let head = |line: &str, more: &str| {
+            format!("{line} HTTP/1.1\r\nHost: site.test\r\nUser-Agent: {BROWSER}\r\n{more}\r\n")
+        };
+        answers
+            .io
+            .write_all(head("GET /first", "").as_bytes())
+            .await
+            .expect("GET");
+        let first = answers.next().await;
+        assert_eq!(first.status, 200, "{layer}");
+        assert_eq!(first.text(), "upstream saw GET /first", "{layer}");
+
+        let upload = support::pattern_chunk(0, 100_000);
+        let mut request = head("POST /upload", "Transfer-Encoding: chunked\r\n").into_bytes();
+        for piece in upload.chunks(30_000) {
+            request.extend(format!("{:x}\r\n", piece.len()).into_bytes());
+            request.extend_from_slice(piece);
+            request.extend_from_slice(b"\r\n");
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        answers.io.write_all(&request).await.expect("POST");
+        let uploaded = answers.next().await;
+        assert_eq!(uploaded.status, 200, "{layer}");
+        assert_eq!(
+            uploaded.text(),
+            support::pattern_sha256(100_000),
+            "{layer}: the upload whole"
+        );
+
+        const SIZE: usize = 3_000_000;
+        answers
+            .io
+            .write_all(head(&format!("GET /download?bytes={SIZE}"), "").as_bytes())
+            .await
+            .expect("download");
+        let download = answers.next().await;
+        assert_eq!(download.status, 200, "{layer}");
+        assert!(
+            download.body == support::pattern_chunk(0, SIZE),
+            "{layer}: the download whole"
+        );
+
+        answers
+            .io
+            .write_all(head("GET /last", "").as_bytes())
+            .await
+            .expect("GET");
+        let last = answers.next().await;
+        assert_eq!(last.text(), "upstream saw GET /last", "{layer}");
+        assert_eq!(
+            upstream
+                .connections
+                .load(std::sync::atomic::Ordering::SeqCst)
+                - connections,
+            1,
+            "{layer}: every request on one TLS connection, kept alive"
+        );
+        proxy.stop().await;
+
+        let up = support::switching_echo_over(Some(origin.clone())).await;
+        let proxy = Proxy::start_with(&toml, on_layer(&format!("https://{up}"), layer)).await;
+        let mut client = tokio::net::TcpStream::connect(proxy.addr)
+            .await
+            .expect("connect");
+        let request = format!(
+            "GET /chat HTTP/1.1\r\nHost: site.test\r\nUser-Agent: {BROWSER}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        );
+        client.write_all(request.as_bytes()).await.expect("request");
+        let got = support::read_switched(&mut client, layer).await;
+        assert!(got.starts_with(b"HTTP/1.1 101 "), "{layer}: {got:?}");
+        echoes_both_ways(client, layer).await;
+        proxy.stop().await;
+    }
+}
+
+/// Which client reached an `https://` upstream, seen in the bytes it
+/// got: crawlgate's own copies the client's field lines as they came
+/// (`X-Probe-Case`), hyper's writes names in lower case. And a kept-alive
+/// TLS connection the upstream closes (`close_notify`) is not used again:
+/// the next request (a POST, which is never sent twice) goes on a new one
+/// and is answered.
+#[tokio::test]
+async fn an_https_upstream_gets_the_native_layers_own_bytes() {
+    use std::sync::{Arc, Mutex};
+    let ca = Ca::new();
+    let origin = Ca::acceptor(&ca.leaf(&["origin.test"]));
+    let (_ca_dir, toml) = trusting(&ca);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let heads = Arc::new(Mutex::new(Vec::<(usize, String)>::new()));
+    let seen = Arc::clone(&heads);
+    tokio::spawn(async move {
+        let mut n = 0;
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            n += 1;
+            let (origin, seen) = (origin.clone(), Arc::clone(&seen));
+            tokio::spawn(async move {
+                let Ok(mut tls) = origin.accept(tcp).await else {
+                    return;
+                };
+                while let Some(head) = support::read_head(&mut tls).await {
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let bye = head.starts_with("GET /bye ");
+                    seen.lock().expect("lock").push((n, head));
+                    let answer: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if tls.write_all(answer).await.is_err() || tls.flush().await.is_err() {
+                        return;
+                    }
+                    if bye {
+                        // close_notify, the connection kept open a while.
+                        let _ = tls.shutdown().await;
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    for layer in ["hyper", "native"] {
+        heads.lock().expect("lock").clear();
+        let proxy = Proxy::start_with(&toml, on_layer(&format!("https://{addr}"), layer)).await;
+        for (method, path) in [("GET", "/probe"), ("GET", "/bye"), ("POST", "/after")] {
+            let request = format!(
+                "{method} {path} HTTP/1.1\r\nHost: site.test\r\nUser-Agent: {BROWSER}\r\nX-Probe-Case: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let res = support::send_raw(proxy.addr, request.as_bytes()).await;
+            assert_eq!(res.status, 200, "{layer} {path}: {}", res.text());
+            assert_eq!(res.text(), "ok", "{layer} {path}");
+            // The close_notify is in before the next request.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let heads = heads.lock().expect("lock").clone();
+        assert_eq!(heads.len(), 3, "{layer}: {heads:?}");
+        let native = heads[0].1.contains("\r\nX-Probe-Case: 1\r\n");
+        let hyper = heads[0].1.contains("\r\nx-probe-case: 1\r\n");
+        assert_eq!(
+            (native, hyper),
+            (layer == "native", layer == "hyper"),
+            "{layer}: {}",
+            heads[0].1
+        );
+        assert_eq!(heads[0].0, heads[1].0, "{layer}: kept alive over TLS");
+        assert_ne!(
+            heads[1].0, heads[2].0,
+            "{layer}: a new connection after the close_notify"
+        );
+        proxy.stop().await;
+    }
 }
 
 #[tokio::test]
@@ -1082,25 +1310,7 @@ async fn a_websocket_over_tls_is_tunnelled_on_both_layers() {
         let got = support::read_switched(&mut client, layer).await;
         assert!(got.starts_with(b"HTTP/1.1 101 "), "{layer}: {got:?}");
         assert!(got.ends_with(b"\r\n\r\nfirst"), "{layer}: {got:?}");
-        // Both ways at once, more than a TLS record and a socket buffer.
-        let sent = support::pattern_chunk(0, 1 << 20);
-        let (mut from, mut to) = tokio::io::split(client);
-        let echoed = tokio::time::timeout(Duration::from_secs(10), async {
-            let writing = async {
-                to.write_all(&sent).await.expect("write");
-                to.flush().await.expect("sent");
-            };
-            let reading = async {
-                let mut echoed = vec![0u8; sent.len()];
-                from.read_exact(&mut echoed).await.expect("echo");
-                echoed
-            };
-            tokio::join!(writing, reading).1
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{layer}: echoed within 10 s"));
-        assert!(echoed == sent, "{layer}: the bytes came back as sent");
-        drop((from, to));
+        echoes_both_ways(client, layer).await;
         // Which layer served (a request line naming HTTP/2.0 is 505 on
         // crawlgate's own, 400 on hyper's).
         let config = t::client_config(ca.roots(), &[b"http/1.1"]);

@@ -32,6 +32,9 @@ pub enum UpstreamTlsError {
     /// The SNI override is not a server name.
     #[error("proxy.upstream_sni: {0:?} is not a server name")]
     Sni(String),
+    /// The upstream's host is not a name a certificate can show.
+    #[error("upstream: {0:?} is not a server name a certificate can show; set proxy.upstream_sni")]
+    Host(String),
     /// rustls refused the settings.
     #[error("upstream TLS settings: {0}")]
     Rustls(#[from] rustls::Error),
@@ -57,31 +60,64 @@ impl PoolSettings {
     }
 }
 
+/// An `https://` upstream's TLS settings: the client's, verified against
+/// the roots (the system's or `proxy.upstream_ca`, read here), no ALPN
+/// protocol set yet (each client offers its own); and the SNI override,
+/// if any.
+pub(super) struct UpstreamTls {
+    pub(super) config: rustls::ClientConfig,
+    pub(super) sni: Option<ServerName<'static>>,
+}
+
+impl UpstreamTls {
+    /// `config`'s, or `None` for an `http://` upstream.
+    pub(super) fn of(config: &Config) -> Result<Option<Self>, UpstreamTlsError> {
+        if config.upstream.scheme != Scheme::HTTPS {
+            return Ok(None);
+        }
+        let roots = upstream_roots(config.upstream.ca_file.as_deref())?;
+        let tls = crate::tls::client_config(roots)?;
+        let sni = match &config.upstream.sni {
+            Some(name) => Some(
+                ServerName::try_from(name.clone())
+                    .map_err(|_| UpstreamTlsError::Sni(name.clone()))?,
+            ),
+            None => None,
+        };
+        Ok(Some(Self { config: tls, sni }))
+    }
+
+    /// The name the upstream's certificate must show: the SNI override,
+    /// else `host` (a name or an address, brackets removed).
+    pub(super) fn server_name(&self, host: &str) -> Result<ServerName<'static>, UpstreamTlsError> {
+        match &self.sni {
+            Some(name) => Ok(name.clone()),
+            None => ServerName::try_from(host.to_owned())
+                .map_err(|_| UpstreamTlsError::Host(host.to_owned())),
+        }
+    }
+}
+
 /// The connector to `config`'s upstream: TCP with the connect timeout and
-/// no delay; for an `https://` upstream, TLS verified against the roots
-/// (the system's or `proxy.upstream_ca`, read here) with the SNI override.
-pub(super) fn connector(config: &Config) -> Result<Connector, UpstreamTlsError> {
+/// no delay; for an `https://` upstream, TLS with `tls`'s settings.
+pub(super) fn connector(
+    config: &Config,
+    tls: Option<&UpstreamTls>,
+) -> Result<Connector, UpstreamTlsError> {
     let mut http = HttpConnector::new();
     http.set_connect_timeout(Some(config.proxy.connect_timeout));
     http.set_nodelay(true);
     http.enforce_http(false);
-    let https = config.upstream.scheme == Scheme::HTTPS;
-    let roots = if https {
-        upstream_roots(config.upstream.ca_file.as_deref())?
-    } else {
+    let settings = match tls {
+        Some(tls) => tls.config.clone(),
         // Never used: an http:// upstream makes no TLS connection.
-        RootCertStore::empty()
+        None => crate::tls::client_config(RootCertStore::empty())?,
     };
-    let tls = crate::tls::client_config(roots)?;
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(settings)
         .https_or_http();
-    let builder = match &config.upstream.sni {
-        Some(name) => {
-            let name = ServerName::try_from(name.clone())
-                .map_err(|_| UpstreamTlsError::Sni(name.clone()))?;
-            builder.with_server_name_resolver(FixedServerNameResolver::new(name))
-        }
+    let builder = match tls.and_then(|tls| tls.sni.clone()) {
+        Some(name) => builder.with_server_name_resolver(FixedServerNameResolver::new(name)),
         None => builder,
     };
     Ok(builder.enable_http1().wrap_connector(http))

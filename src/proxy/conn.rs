@@ -1,6 +1,7 @@
-//! crawlgate's own upstream connections (`proxy.http1 = "native"`, an
-//! `http://` upstream): a worker's pool of keep-alive connections, one
-//! exchange on one of them, and the response body read off it.
+//! crawlgate's own upstream connections (`proxy.http1 = "native"`): a
+//! worker's pool of keep-alive connections, plain or (an `https://`
+//! upstream) TLS, one exchange on one of them, and the response body read
+//! off it.
 //!
 //! An exchange writes the request head in one write, then the body with
 //! the framing the head announced (held to the length it announced),
@@ -35,23 +36,26 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::mem::MaybeUninit;
 use std::pin::{pin, Pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{ready, Context, Poll, Waker};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
+use rustls_pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 
 use super::body::RequestBody;
-use super::client::PoolSettings;
+use super::client::{PoolSettings, UpstreamTls, UpstreamTlsError};
 use super::error::BodyError;
-use super::socket::{poll_read_some, read_some, write_all, Prefixed, ReadSize};
+use super::socket::{
+    poll_read_some, read_some, write_all, MaybeTls, Prefixed, ReadSize, TlsSocket,
+};
 use crate::http1::chunked::Chunked;
 use crate::http1::{self, BodyFraming, Field, Known, ResponseError, Version};
 use request::{send_body, take_ready, Framer, Unsent};
@@ -74,6 +78,9 @@ pub(super) struct Pool {
     /// Where to connect: the host (a name or an address) and the port.
     host: String,
     port: u16,
+    /// For an `https://` upstream: the client's TLS settings and the
+    /// name its certificate must show.
+    tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
     connect_timeout: Duration,
     settings: PoolSettings,
     idle: Mutex<IdleList>,
@@ -99,7 +106,7 @@ struct Idle {
 struct Conn {
     /// Shared with the request body's write while it goes on after the
     /// answer came.
-    stream: Arc<TcpStream>,
+    stream: Arc<MaybeTls>,
     /// Bytes read and not yet taken.
     buf: BytesMut,
     /// The request head being sent.
@@ -153,35 +160,49 @@ pub(super) struct ClosedEarly;
 /// the response's extensions, for the tunnel to take: with the bytes it
 /// sent past its answer's head.
 #[derive(Clone, Debug)]
-pub struct Switched(Arc<Mutex<Option<Prefixed>>>);
+pub struct Switched(Arc<Mutex<Option<Prefixed<MaybeTls>>>>);
 
 impl Switched {
     /// The connection, once.
-    pub fn take(&self) -> Option<Prefixed> {
+    pub fn take(&self) -> Option<Prefixed<MaybeTls>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 
 impl Pool {
-    /// An empty pool for `authority` (`host:port`, port 80 when absent).
+    /// An empty pool for `authority` (`host:port`, port 80 when absent,
+    /// 443 over TLS), over TLS with `tls`'s settings when given.
     pub(super) fn new(
         authority: &http::uri::Authority,
+        tls: Option<&UpstreamTls>,
         connect_timeout: Duration,
         settings: PoolSettings,
-    ) -> Self {
+    ) -> Result<Self, UpstreamTlsError> {
         let host = authority.host();
         // An IPv6 address is written in brackets in a URL, not to connect.
         let host = host
             .strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host);
-        Self {
+        let tls = match tls {
+            Some(tls) => {
+                let mut settings = tls.config.clone();
+                // As hyper's client offers it.
+                settings.alpn_protocols = vec![b"http/1.1".to_vec()];
+                Some((Arc::new(settings), tls.server_name(host)?))
+            }
+            None => None,
+        };
+        Ok(Self {
             host: host.to_owned(),
-            port: authority.port_u16().unwrap_or(80),
+            port: authority
+                .port_u16()
+                .unwrap_or(if tls.is_some() { 443 } else { 80 }),
+            tls,
             connect_timeout,
             settings,
             idle: Mutex::default(),
-        }
+        })
     }
 
     /// Another empty pool to the same place, for another worker.
@@ -189,6 +210,7 @@ impl Pool {
         Self {
             host: self.host.clone(),
             port: self.port,
+            tls: self.tls.clone(),
             connect_timeout: self.connect_timeout,
             settings: self.settings,
             idle: Mutex::default(),
@@ -215,7 +237,7 @@ impl Pool {
                 idle.conns.clear();
                 return None;
             }
-            if conn.is_open() {
+            if conn.stream.is_quiet(conn.wary) {
                 return Some(conn);
             }
         }
@@ -265,17 +287,33 @@ impl Pool {
         let mut idle = self.idle();
         let now = Instant::now();
         let timeout = self.settings.idle_timeout;
-        idle.conns
-            .retain(|i| now.duration_since(i.since) < timeout && i.conn.is_open());
+        idle.conns.retain(|i| {
+            now.duration_since(i.since) < timeout && i.conn.stream.is_quiet(i.conn.wary)
+        });
         if idle.conns.is_empty() {
             idle.sweeping = false;
         }
         idle.sweeping
     }
 
-    /// A new connection, within the connect timeout.
+    /// A new connection, within the connect timeout (which holds for
+    /// the TLS handshake too: a failed one is a failure to connect, as
+    /// with hyper's client).
     async fn connect(&self) -> Result<Box<Conn>, Failure> {
-        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let connecting = async {
+            let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
+            let _ = tcp.set_nodelay(true);
+            Ok(match &self.tls {
+                None => MaybeTls::Plain(tcp),
+                Some((settings, name)) => {
+                    let (tcp, session) = TlsConnector::from(Arc::clone(settings))
+                        .connect(name.clone(), tcp)
+                        .await?
+                        .into_inner();
+                    MaybeTls::Tls(TlsSocket::new(tcp, session))
+                }
+            })
+        };
         let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(err)) => return Err(Failure::connecting(err)),
@@ -286,7 +324,6 @@ impl Pool {
                 )))
             }
         };
-        let _ = stream.set_nodelay(true);
         Ok(Box::new(Conn {
             stream: Arc::new(stream),
             buf: BytesMut::new(),
@@ -350,29 +387,6 @@ enum Sent {
 }
 
 impl Conn {
-    /// Whether the upstream has neither closed this idle connection nor
-    /// sent anything on it. Known from the readiness tokio holds, without
-    /// a system call unless the socket is readable or the connection is
-    /// [`Conn::wary`]: tokio learns of bytes only when its driver turns,
-    /// so bytes that came since are then looked for in the socket itself.
-    fn is_open(&self) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
-        match self.stream.poll_read_ready(&mut cx) {
-            Poll::Pending if !self.wary => true,
-            Poll::Pending => matches!(
-                socket2::SockRef::from(&*self.stream).peek(&mut [MaybeUninit::uninit(); 1]),
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock
-            ),
-            Poll::Ready(Err(_)) => false,
-            // A readiness left over from the last read, or really bytes
-            // (an end, an unasked answer): one read tells.
-            Poll::Ready(Ok(())) => matches!(
-                self.stream.try_read(&mut [0u8; 1]),
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock
-            ),
-        }
-    }
-
     /// Writes the head in `out`, then `body` while reading the answer's
     /// head. Also says whether the body was sent whole, or, when the
     /// answer came first, hands back the body's write, still going in a
@@ -567,7 +581,7 @@ impl Conn {
 /// but a `101`), parsing its fields into `fields`; `got_bytes` is set
 /// once any byte of an answer came.
 async fn read_head(
-    stream: &TcpStream,
+    stream: &MaybeTls,
     buf: &mut BytesMut,
     fields: &mut Vec<Field>,
     head_request: bool,

@@ -60,8 +60,8 @@ use headers::{client_addr, join_cookies, rewrite_request_headers, strip_hop_by_h
 pub struct Upstream {
     client: Client<Connector, RequestBody>,
     /// The connections of crawlgate's own HTTP/1.1 layer, when
-    /// `proxy.http1 = "native"` and the upstream is `http://`, upgrades
-    /// included; an `https://` upstream goes through `client`.
+    /// `proxy.http1 = "native"` (`http://` or `https://`, upgrades
+    /// included).
     native: Option<Arc<conn::Pool>>,
     /// The connector (with its TLS settings), for another pool.
     connector: Connector,
@@ -86,22 +86,24 @@ impl Upstream {
     /// Builds the client; connects lazily. For an `https://` upstream the
     /// roots (system or `proxy.upstream_ca`) are read here.
     pub fn new(config: &Config) -> Result<Self, UpstreamTlsError> {
-        let connector = client::connector(config)?;
+        let tls = client::UpstreamTls::of(config)?;
+        let connector = client::connector(config, tls.as_ref())?;
         let pool = PoolSettings {
             idle_timeout: config.proxy.pool_idle_timeout,
             max_idle: config.proxy.pool_max_idle,
         };
         let client = pool.client(connector.clone());
         let authority = config.upstream.authority.clone();
-        let native = (config.proxy.http1 == Http1Layer::Native
-            && config.upstream.scheme == Scheme::HTTP)
-            .then(|| {
-                Arc::new(conn::Pool::new(
-                    &authority,
-                    config.proxy.connect_timeout,
-                    pool,
-                ))
-            });
+        let native = if config.proxy.http1 == Http1Layer::Native {
+            Some(Arc::new(conn::Pool::new(
+                &authority,
+                tls.as_ref(),
+                config.proxy.connect_timeout,
+                pool,
+            )?))
+        } else {
+            None
+        };
         // An `Authority` holds only bytes valid in a header value.
         let authority_value = HeaderValue::from_str(authority.as_str())
             .unwrap_or_else(|_| HeaderValue::from_static("localhost"));

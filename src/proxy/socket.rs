@@ -4,8 +4,10 @@
 //! [`super::conn`]): one half can read while the other writes without
 //! splitting the stream, and a read that empties the socket tells tokio
 //! so. A [`Socket`] is a plain `TcpStream`, or a TLS session over one
-//! (`crate::server`'s). And a connection handed to a tunnel with the
-//! bytes read past its last head ([`Prefixed`]).
+//! ([`TlsSocket`]: a client's on the TLS port, or an `https://`
+//! upstream's), or either ([`MaybeTls`], an upstream connection). And a
+//! connection handed to a tunnel with the bytes read past its last head
+//! ([`Prefixed`]).
 
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
@@ -15,6 +17,9 @@ use std::task::{Context, Poll};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
+
+mod tls;
+pub use tls::TlsSocket;
 
 /// A connection read and written through a shared reference, without
 /// waiting: each operation says `WouldBlock` when it cannot go on, and
@@ -80,6 +85,141 @@ impl Socket for TcpStream {
 
     fn tcp(&self) -> &TcpStream {
         self
+    }
+}
+
+/// A connection to the upstream: plain, or TLS for an `https://` one.
+#[derive(Debug)]
+pub enum MaybeTls {
+    /// `http://`.
+    Plain(TcpStream),
+    /// `https://`, its handshake done.
+    Tls(TlsSocket),
+}
+
+impl MaybeTls {
+    /// Whether the peer has neither closed this idle connection nor sent
+    /// anything on it (a TLS session's own records, a ticket say, aside).
+    /// Known from the readiness tokio holds, without a system call unless
+    /// the socket is readable or `look` asks for a look into the socket
+    /// itself: tokio learns of bytes only when its driver turns.
+    pub fn is_quiet(&self, look: bool) -> bool {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match self.poll_read_ready(&mut cx) {
+            Poll::Pending if !look => true,
+            // Any byte, even one of a TLS record, is one too many.
+            Poll::Pending => matches!(
+                socket2::SockRef::from(self.tcp()).peek(&mut [std::mem::MaybeUninit::uninit(); 1]),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock
+            ),
+            Poll::Ready(Err(_)) => false,
+            // A readiness left over from the last read, or really bytes
+            // (an end, an unasked answer): one read tells. Over TLS it
+            // takes in what records came, and says "would block" when
+            // they held no plaintext.
+            Poll::Ready(Ok(())) => matches!(
+                match self {
+                    Self::Plain(tcp) => tcp.try_read(&mut [0u8; 1]),
+                    Self::Tls(tls) => tls.try_read_with(|plain| plain.len().min(1)),
+                },
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock
+            ),
+        }
+    }
+}
+
+impl Socket for MaybeTls {
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self {
+            Self::Plain(tcp) => TcpStream::poll_read_ready(tcp, cx),
+            Self::Tls(tls) => tls.poll_read_ready(cx),
+        }
+    }
+
+    fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.tcp().poll_write_ready(cx)
+    }
+
+    fn try_read_most(&self, buf: &mut BytesMut, most: usize) -> io::Result<usize> {
+        match self {
+            Self::Plain(tcp) => tcp.try_read_most(buf, most),
+            Self::Tls(tls) => tls.try_read_most(buf, most),
+        }
+    }
+
+    fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Plain(tcp) => TcpStream::try_write(tcp, bytes),
+            Self::Tls(tls) => tls.try_write(bytes),
+        }
+    }
+
+    fn try_write_vectored(&self, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Self::Plain(tcp) => TcpStream::try_write_vectored(tcp, parts),
+            Self::Tls(tls) => tls.try_write_vectored(parts),
+        }
+    }
+
+    fn try_flush(&self) -> io::Result<bool> {
+        match self {
+            Self::Plain(_) => Ok(true),
+            Self::Tls(tls) => tls.try_flush(),
+        }
+    }
+
+    fn say_closing(&self) {
+        if let Self::Tls(tls) = self {
+            tls.say_closing();
+        }
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Self::Plain(tcp) => tcp,
+            Self::Tls(tls) => tls.tcp(),
+        }
+    }
+}
+
+/// For a tunnel (a WebSocket to the upstream).
+impl AsyncRead for MaybeTls {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+            Self::Tls(tls) => Pin::new(tls).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for MaybeTls {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_write(cx, bytes),
+            Self::Tls(tls) => Pin::new(tls).poll_write(cx, bytes),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+            Self::Tls(tls) => Pin::new(tls).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            Self::Tls(tls) => Pin::new(tls).poll_shutdown(cx),
+        }
     }
 }
 

@@ -57,13 +57,12 @@ use crate::tunnel::UpgradeSlot;
 mod request;
 mod response;
 mod socket;
-mod tls;
 
+pub(super) use crate::proxy::socket::TlsSocket;
 use request::request;
 use response::{field_line, status_line, write_response, Answering, Written, DATE_NOW};
 pub(super) use socket::Stream;
 use socket::{linger, read_some, readable, try_read, write_all, Prefixed, ReadSize, Socket};
-pub(super) use tls::TlsSocket;
 
 /// A read buffer's first size: a browser's head fits.
 const READ_BUF: usize = 8 * 1024;

@@ -32,7 +32,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -239,29 +239,46 @@ async fn upstream_handler(
 /// A raw upstream for one connection that answers its request with a
 /// `101` and the bytes `first` in one write, then echoes what comes.
 pub async fn switching_echo() -> SocketAddr {
+    switching_echo_over(None).await
+}
+
+/// [`switching_echo`], over TLS with `acceptor`'s certificate when given.
+pub async fn switching_echo_over(acceptor: Option<tokio_rustls::TlsAcceptor>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
-        let (mut s, _) = listener.accept().await.expect("accept");
-        read_head(&mut s).await.expect("request head");
-        s.write_all(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
-        )
-        .await
-        .expect("101");
-        let mut buf = [0u8; 64 << 10];
-        loop {
-            match s.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    if s.write_all(&buf[..n]).await.is_err() {
-                        return;
-                    }
+        let (s, _) = listener.accept().await.expect("accept");
+        match acceptor {
+            None => echo_after_switch(s).await,
+            Some(acceptor) => {
+                if let Ok(tls) = acceptor.accept(s).await {
+                    echo_after_switch(tls).await;
                 }
             }
         }
     });
     addr
+}
+
+async fn echo_after_switch<S: AsyncRead + AsyncWrite + Unpin>(mut s: S) {
+    read_head(&mut s).await.expect("request head");
+    s.write_all(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nfirst",
+    )
+    .await
+    .expect("101");
+    s.flush().await.expect("101 sent");
+    let mut buf = [0u8; 64 << 10];
+    loop {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if s.write_all(&buf[..n]).await.is_err() || s.flush().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Reads what a client of [`switching_echo`] gets, through `layer`'s
@@ -294,7 +311,7 @@ pub async fn read_switched<R: tokio::io::AsyncRead + Unpin>(
 /// `stream` a byte at a time, so that nothing after it is taken (a raw
 /// upstream reads the request, or a test the answer, and then what
 /// follows); `None` when the stream ends or fails first.
-pub async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Vec<u8>> {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         head.push(stream.read_u8().await.ok()?);

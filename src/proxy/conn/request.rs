@@ -10,13 +10,12 @@ use std::task::Poll;
 use http::header::CONTENT_LENGTH;
 use http_body_util::BodyExt;
 use hyper::body::Body;
-use tokio::net::TcpStream;
 
 use crate::http1;
 use crate::proxy::body::RequestBody;
 use crate::proxy::error::BodyError;
 use crate::proxy::head::field_line;
-use crate::proxy::socket::{write_all, write_all_vectored};
+use crate::proxy::socket::{write_all, write_all_vectored, MaybeTls};
 
 /// How a request body is framed upstream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +122,7 @@ pub(super) async fn take_ready(
 /// Writes the rest of the client's `body` to `stream`, framed by
 /// `framer`.
 pub(super) async fn send_body(
-    stream: Arc<TcpStream>,
+    stream: Arc<MaybeTls>,
     body: RequestBody,
     mut framer: Framer,
 ) -> Result<(), Unsent> {

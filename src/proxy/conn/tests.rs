@@ -11,6 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
 use crate::proxy::body::{BodyState, FedBody, RequestBody};
+use crate::proxy::socket::Socket;
 
 async fn upstream(max_idle: usize) -> (TcpListener, Arc<Pool>) {
     upstream_idle(max_idle, Duration::from_secs(30)).await
@@ -24,7 +25,7 @@ async fn upstream_idle(max_idle: usize, idle_timeout: Duration) -> (TcpListener,
         idle_timeout,
         max_idle,
     };
-    let pool = Pool::new(&authority, Duration::from_secs(5), settings);
+    let pool = Pool::new(&authority, None, Duration::from_secs(5), settings).expect("pool");
     (listener, Arc::new(pool))
 }
 
@@ -196,7 +197,11 @@ async fn a_pooled_connection_closed_since_is_not_taken() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let idle = pool.idle();
         // Seen closed, or already closed by the sweep that looks.
-        if idle.conns.back().is_none_or(|i| !i.conn.is_open()) {
+        if idle
+            .conns
+            .back()
+            .is_none_or(|i| !i.conn.stream.is_quiet(i.conn.wary))
+        {
             seen = true;
             break;
         }
@@ -245,7 +250,12 @@ async fn idle_connections_are_swept() {
         tokio::time::sleep(SWEEP_EVERY).await;
     }
     assert_eq!(pool.idle_count(), 1, "the closed one is swept first");
-    let left = pool.idle().conns[0].conn.stream.local_addr().expect("addr");
+    let left = pool.idle().conns[0]
+        .conn
+        .stream
+        .tcp()
+        .local_addr()
+        .expect("addr");
     tokio::time::sleep(idle_timeout).await;
     assert_eq!(pool.idle_count(), 0, "idle for the timeout");
     assert!(!pool.idle().sweeping);
@@ -356,7 +366,8 @@ async fn late_bytes_after_a_304_are_not_taken_for_the_next_answer() {
         idle_timeout: Duration::from_secs(30),
         max_idle: 4,
     };
-    let pool = Arc::new(Pool::new(&authority, Duration::from_secs(5), settings));
+    let pool =
+        Arc::new(Pool::new(&authority, None, Duration::from_secs(5), settings).expect("pool"));
     let (go_tx, go) = std::sync::mpsc::channel::<()>();
     let (sent_tx, sent) = std::sync::mpsc::channel::<()>();
     // A blocking upstream on a thread of its own: the test's runtime

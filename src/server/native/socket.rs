@@ -2,7 +2,7 @@
 //! writes of [`crate::proxy::socket`] (through a shared reference, so
 //! that a request body is read while the answer is written), the
 //! lingering close, and the connection handed to a tunnel. A plain
-//! `TcpStream`, or a TLS session over one ([`super::tls::TlsSocket`]).
+//! `TcpStream`, or a TLS session over one ([`crate::proxy::socket::TlsSocket`]).
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 

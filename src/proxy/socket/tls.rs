@@ -1,15 +1,17 @@
 //! A TLS session over a TCP connection, read and written through a
-//! shared reference ([`Socket`]) as the native layer does a plain one: a
-//! request body is read while the answer is written. The handshake is
-//! done already (by `tokio_rustls`, whose stream is taken apart); rustls
+//! shared reference ([`Socket`]) as crawlgate's own HTTP/1.1 layer does a
+//! plain one: a request body is read while the answer is written (the
+//! server's side of a session), or written while the answer is read (the
+//! upstream's). The handshake is done already (by `tokio_rustls`, whose
+//! stream is taken apart); rustls
 //! decrypts what is read into its own buffer of plaintext, from which
 //! reads copy, and encrypts what is written into records that are sent
 //! at once, or kept until the socket takes them.
 //!
 //! rustls's buffers are its own: at rest, a session keeps its read
-//! buffer (4 KiB once shrunk) and no plaintext; the connection's
-//! [`super::Scratch`] is taken only when plaintext is there, as on a
-//! plain connection.
+//! buffer (4 KiB once shrunk) and no plaintext; a server connection's
+//! scratch buffers are taken only when plaintext is there, as on a plain
+//! connection.
 
 use std::io::{self, BufRead, IoSlice, Read, Write};
 use std::pin::Pin;
@@ -17,30 +19,32 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
 use bytes::BytesMut;
-use rustls::ServerConnection;
+use rustls::Connection;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use crate::proxy::socket::{self, Socket};
+use super::Socket;
 
-/// A TLS session over `tcp`, after its handshake.
+/// A TLS session over `tcp`, after its handshake: the server's or the
+/// client's side of it.
 #[derive(Debug)]
-pub(in crate::server) struct TlsSocket {
+pub struct TlsSocket {
     tcp: TcpStream,
     /// Boxed: a session is large, and the connection's task holds this
     /// for its life.
-    tls: Box<Mutex<ServerConnection>>,
+    tls: Box<Mutex<Connection>>,
 }
 
 impl TlsSocket {
-    pub(in crate::server) fn new(tcp: TcpStream, tls: ServerConnection) -> Self {
+    /// The session `tls` over `tcp`, its handshake done.
+    pub fn new(tcp: TcpStream, tls: impl Into<Connection>) -> Self {
         Self {
             tcp,
-            tls: Box::new(Mutex::new(tls)),
+            tls: Box::new(Mutex::new(tls.into())),
         }
     }
 
-    fn session(&self) -> MutexGuard<'_, ServerConnection> {
+    fn session(&self) -> MutexGuard<'_, Connection> {
         self.tls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -50,7 +54,7 @@ impl TlsSocket {
     /// else what the connection has, decrypted. `Ok(0)` at the end (a
     /// session the client closed, or a `take` with no room); `WouldBlock`
     /// when a whole record has not come yet.
-    fn try_read_with(&self, mut take: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+    pub(super) fn try_read_with(&self, mut take: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
         let mut tls = self.session();
         loop {
             let mut reader = tls.reader();
@@ -106,7 +110,7 @@ impl TlsSocket {
 
 /// Sends the records `tls` holds: `Ok(false)` when the connection took
 /// only some (the rest stays with `tls`).
-fn send(tls: &mut ServerConnection, tcp: &TcpStream) -> io::Result<bool> {
+fn send(tls: &mut Connection, tcp: &TcpStream) -> io::Result<bool> {
     while tls.wants_write() {
         match tls.write_tls(&mut Raw(tcp)) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -127,7 +131,7 @@ struct Raw<'a>(&'a TcpStream);
 impl Read for Raw<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let tcp = self.0;
-        socket::read_emptying(tcp, buf.len(), || tcp.try_read(buf))
+        super::read_emptying(tcp, buf.len(), || tcp.try_read(buf))
     }
 }
 
@@ -239,7 +243,7 @@ impl AsyncWrite for TlsSocket {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        socket::poll_flush(&*self, cx)
+        super::poll_flush(&*self, cx)
     }
 
     /// A `close_notify`, then the TCP connection's sending half closed.
@@ -277,6 +281,17 @@ mod tests {
         TlsSocket,
         tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
     ) {
+        let (server, client) = sessions().await;
+        let (tcp, session) = server.into_inner();
+        (TlsSocket::new(tcp, session), client)
+    }
+
+    /// Both ends of a real TLS 1.3 handshake on loopback, with small
+    /// socket buffers on the server's side of the connection.
+    async fn sessions() -> (
+        tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    ) {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).expect("cert");
         let der = cert.cert.der().clone();
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
@@ -297,15 +312,13 @@ mod tests {
         let addr = listener.local_addr().expect("addr");
         let accept = async {
             let (tcp, _) = listener.accept().await.expect("accept");
-            let tls = tokio_rustls::TlsAcceptor::from(Arc::new(server))
-                .accept(tcp)
-                .await
-                .expect("server handshake");
-            let (tcp, session) = tls.into_inner();
             socket2::SockRef::from(&tcp)
                 .set_send_buffer_size(4096)
                 .expect("send buffer");
-            TlsSocket::new(tcp, session)
+            tokio_rustls::TlsAcceptor::from(Arc::new(server))
+                .accept(tcp)
+                .await
+                .expect("server handshake")
         };
         let connect = async {
             // Small socket buffers: the server's writes fill them, and
@@ -320,6 +333,46 @@ mod tests {
                 .expect("client handshake")
         };
         tokio::join!(accept, connect)
+    }
+
+    /// An idle upstream connection over TLS (the client's side taken
+    /// apart, as the upstream pool does) stays fit for use through
+    /// records that carry no bytes for it (a key update, as a ticket
+    /// would), and is seen unfit once the upstream sends bytes or closes.
+    #[tokio::test]
+    async fn an_idle_upstream_session_is_quiet_until_the_upstream_speaks() {
+        use super::super::MaybeTls;
+        async fn settled(conn: &MaybeTls) {
+            tokio::time::timeout(std::time::Duration::from_secs(5), conn.tcp().readable())
+                .await
+                .expect("a record within 5 s")
+                .expect("readable");
+        }
+        for end in ["bytes", "close_notify"] {
+            let (mut server, client) = sessions().await;
+            let (tcp, session) = client.into_inner();
+            let conn = MaybeTls::Tls(TlsSocket::new(tcp, session));
+            // The tickets sent after the handshake, then a key update.
+            server
+                .get_mut()
+                .1
+                .refresh_traffic_keys()
+                .expect("key update");
+            server.flush().await.expect("sent");
+            settled(&conn).await;
+            assert!(conn.is_quiet(false), "{end}: a key update leaves it fit");
+            assert!(conn.is_quiet(true), "{end}: and nothing is left to see");
+            match end {
+                "bytes" => server
+                    .write_all(b"HTTP/1.1 200 OK\r\n")
+                    .await
+                    .expect("write"),
+                _ => server.shutdown().await.expect("close_notify"),
+            }
+            server.flush().await.expect("sent");
+            settled(&conn).await;
+            assert!(!conn.is_quiet(false), "{end}: seen");
+        }
     }
 
     fn pattern(len: usize, seed: u8) -> Vec<u8> {
