@@ -34,6 +34,9 @@
 # NATIVE (1: also run crawlgate-native, the same build with crawlgate's own
 # HTTP/1.1 layer on the plain port (bench/crawlgate-native.toml): the two
 # layers side by side),
+# UPSTREAM_TLS (1: the proxies reach the origin over TLS, verified against
+# the throwaway certificate, kept alive: nginx-lean with proxy_ssl_verify,
+# crawlgate with proxy.upstream_ca; meant with ONLY=throughput),
 # PROXY_CPU / LOAD_CPU (cores for the proxy and for wrk + origin: 0 / 1).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,13 +59,27 @@ need_tools nginx wrk python3 curl taskset
 NGINX=$(command -v nginx)
 crawlgate_bin
 scratch crawlgate-bench
-port_base 7
+port_base 8
 ORIGIN_PORT=$BASE PEER_PORT=$((BASE + 1)) CG_PORT=$((BASE + 2)) STREAM_PORT=$((BASE + 3))
-PEER_TLS_PORT=$((BASE + 4)) CG_TLS_PORT=$((BASE + 5))
+PEER_TLS_PORT=$((BASE + 4)) CG_TLS_PORT=$((BASE + 5)) ORIGIN_TLS_PORT=$((BASE + 7))
 RESULTS=$RUN/results.tsv
 : > "$RESULTS"
 
 # --- the origin: nginx, 1 worker, a 2 KB page and a large body ------------
+# A throwaway certificate for example.com: the proxies' TLS ports, and the
+# origin's with UPSTREAM_TLS=1.
+if command -v openssl >/dev/null; then
+    mkdir "$RUN/certs"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=example.com -addext subjectAltName=DNS:example.com \
+        -addext basicConstraints=critical,CA:FALSE \
+        -keyout "$RUN/certs/example.com.key" -out "$RUN/certs/example.com.crt" 2>/dev/null
+fi
+ORIGIN_TLS=
+if [[ ${UPSTREAM_TLS:-0} == 1 ]]; then
+    [[ -f $RUN/certs/example.com.crt ]] || { echo "$BENCH: UPSTREAM_TLS=1 needs openssl" >&2; exit 2; }
+    ORIGIN_TLS="listen 127.0.0.1:$ORIGIN_TLS_PORT ssl reuseport backlog=4096; ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate $RUN/certs/example.com.crt; ssl_certificate_key $RUN/certs/example.com.key;"
+fi
 mkdir -p "$RUN/www"
 head -c 2048 /dev/zero | tr '\0' 'x' > "$RUN/www/page.html"
 truncate -s "${STREAM_MIB}M" "$RUN/upload.bin"
@@ -86,6 +103,7 @@ http {
     sendfile on;
     server {
         listen 127.0.0.1:$ORIGIN_PORT reuseport backlog=4096;
+        $ORIGIN_TLS
         root $RUN/www;
         location / { default_type text/html; try_files /page.html =404; }
     }
@@ -98,18 +116,19 @@ wait_port "$ORIGIN_PORT"
 taskset -c "$LOAD_CPU" python3 bench/stream_origin.py "$STREAM_PORT" &
 PIDS+=($!)
 wait_port "$STREAM_PORT"
-# Where the proxies forward to: the nginx origin, or the streaming one.
-UPSTREAM_PORT=$ORIGIN_PORT
+# Where the proxies forward to: the nginx origin (over TLS with
+# UPSTREAM_TLS=1), or the streaming one.
+UPSTREAM_PORT=$ORIGIN_PORT UPSTREAM_SCHEME=http
+if [[ -n $ORIGIN_TLS ]]; then
+    UPSTREAM_PORT=$ORIGIN_TLS_PORT UPSTREAM_SCHEME=https
+    wait_port "$ORIGIN_TLS_PORT"
+fi
 
 # --- the two proxies -------------------------------------------------------
 # Both also listen with TLS (a throwaway self-signed certificate) for the
 # idle-connection figure over TLS; without openssl that figure is skipped.
 CG_TLS_ARGS=() PEER_TLS=
-if command -v openssl >/dev/null; then
-    mkdir "$RUN/certs"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-        -subj /CN=example.com -addext subjectAltName=DNS:example.com \
-        -keyout "$RUN/certs/example.com.key" -out "$RUN/certs/example.com.crt" 2>/dev/null
+if [[ -f $RUN/certs/example.com.crt ]]; then
     CG_TLS_ARGS=(--tls-listen "127.0.0.1:$CG_TLS_PORT" --certs "$RUN/certs")
     # TLS 1.2 and 1.3, as an operator sets them (nginx 1.22's default
     # has no 1.3).
@@ -121,7 +140,12 @@ fi
 start_peer() { # access log: off | file; config (default bench/peers/nginx.conf)
     local log=off
     [[ $1 == file ]] && log=$RUN/peer-access.log
+    # Over TLS to the origin: verified, the session resumed, kept alive.
+    local upstream_tls=
+    [[ $UPSTREAM_SCHEME == https ]] &&
+        upstream_tls="proxy_ssl_server_name on; proxy_ssl_name example.com; proxy_ssl_verify on; proxy_ssl_trusted_certificate $RUN/certs/example.com.crt; proxy_ssl_session_reuse on;"
     sed -e "s|listen @LISTEN@ .*|& $PEER_TLS|" \
+        -e "s|proxy_pass http://origin;|proxy_pass $UPSTREAM_SCHEME://origin; $upstream_tls|" \
         -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$UPSTREAM_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|$log|" \
         "${2:-bench/peers/nginx.conf}" > "$RUN/peer.conf"
     taskset -c "$PROXY_CPU" "$NGINX" -c "$RUN/peer.conf" -p "$RUN" &
@@ -134,6 +158,12 @@ ADMIN_PORT=$((BASE + 6))
 SCRAPER_PID=
 start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); config; admin
     local config=${3:-bench/crawlgate.toml} bin=${2:-$CRAWLGATE_BIN} admin=()
+    if [[ $UPSTREAM_SCHEME == https ]]; then
+        # Verified against the throwaway certificate, by its name.
+        sed -e "/^\[proxy\]/a upstream_ca = \"$RUN/certs/example.com.crt\"\nupstream_sni = \"example.com\"" \
+            -e "s|= \"ranges/|= \"$ROOT/bench/ranges/|" "$config" > "$RUN/crawlgate-upstream-tls.toml"
+        config=$RUN/crawlgate-upstream-tls.toml
+    fi
     # admin: the listener (scraped) with the access log off too, as the
     # live report needs one.
     [[ ${4:-} == admin ]] && admin=(--admin-listen "127.0.0.1:$ADMIN_PORT")
@@ -149,7 +179,7 @@ start_crawlgate() { # access log: off | file; binary (default CRAWLGATE_BIN); co
         [[ $bin == "$CRAWLGATE_BIN" ]] && admin=(--admin-listen "127.0.0.1:$ADMIN_PORT")
     fi
     RUST_LOG=info taskset -c "$PROXY_CPU" "$bin" --config "$config" \
-        --listen "127.0.0.1:$CG_PORT" --upstream "http://127.0.0.1:$UPSTREAM_PORT" "${CG_TLS_ARGS[@]}" \
+        --listen "127.0.0.1:$CG_PORT" --upstream "$UPSTREAM_SCHEME://127.0.0.1:$UPSTREAM_PORT" "${CG_TLS_ARGS[@]}" \
         "${admin[@]}" 2> "$RUN/crawlgate-$1.log" &
     CG_PID=$!
     PIDS+=("$CG_PID")
@@ -254,6 +284,15 @@ run_wrk() {
     p50=$(sed -E 's/.*p50_us=([0-9]+).*/\1/' <<< "$line")
     p99=$(sed -E 's/.*p99_us=([0-9]+).*/\1/' <<< "$line")
     errors=$(sed -E 's/.*socket_errors=([0-9]+).*/\1/' <<< "$line")
+    # wrk counts the answers that are not 2xx or 3xx: the mixed traffic
+    # has 5 % of 403s, the rest none; more means a broken run (a proxy
+    # answering 502), not a fast one.
+    local failed allowed=0
+    [[ $mode == mixed ]] && allowed=6
+    failed=$(sed -nE 's/.*Non-2xx or 3xx responses: ([0-9]+).*/\1/p' "$RUN/wrk.out")
+    if ((${failed:-0} * 100 > requests * allowed)); then
+        echo "# $name/$proxy: $failed of $requests answers were not 2xx or 3xx: a broken run"
+    fi
     local cpu_us=$(((after - before) * TICK_US))
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$proxy" "$requests" "$duration" "$p50" "$p99" "$cpu_us" "$errors" \
         "$(busy_pct "$cores0" "$cores1")" >> "$RESULTS"
@@ -355,7 +394,7 @@ PY
 }
 
 echo "# crawlgate $("$CRAWLGATE_BIN" --version) vs $("$NGINX" -v 2>&1 | sed 's/.*: //'), $(nproc) CPUs, proxy on CPU $PROXY_CPU, wrk + origin on CPU $LOAD_CPU"
-echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections"
+echo "# ${ROUNDS} rounds, ${DURATION}s per run, ${CONNS} connections, to the origin over $UPSTREAM_SCHEME"
 
 # --- throughput scenarios, alternated ---------------------------------------
 PROXIES=(crawlgate nginx-lean)
@@ -487,9 +526,10 @@ STREAM_PROXIES=("${MEM_PROXIES[@]}")
 ((${#STREAM_PROXIES[@]})) || STREAM_ROUNDS=0
 for round in $(seq "${STREAM_ROUNDS:-$ROUNDS}"); do
     for proxy in "${STREAM_PROXIES[@]}"; do
-        UPSTREAM_PORT=$STREAM_PORT
+        saved=("$UPSTREAM_PORT" "$UPSTREAM_SCHEME")
+        UPSTREAM_PORT=$STREAM_PORT UPSTREAM_SCHEME=http
         start_proxy "$proxy" off
-        UPSTREAM_PORT=$ORIGIN_PORT
+        UPSTREAM_PORT=${saved[0]} UPSTREAM_SCHEME=${saved[1]}
         pid=$PID port=$PORT
         pids=$(proc_family "$pid")
         start=$(date +%s%N)

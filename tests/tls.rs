@@ -635,6 +635,39 @@ async fn echoes_both_ways<S: tokio::io::AsyncRead + tokio::io::AsyncWrite>(clien
     assert!(echoed == sent, "{layer}: the bytes came back as sent");
 }
 
+/// An `https://` upstream that takes the connection and never finishes
+/// the handshake: on both layers the request waits out the response
+/// timeout (504), not the connect timeout, which is the TCP connection's.
+#[tokio::test]
+async fn a_stalled_upstream_handshake_waits_out_the_response_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    let ca = Ca::new();
+    let (_ca_dir, toml) = trusting(&ca);
+    let toml = format!("{toml}\nconnect_timeout = \"200ms\"\nresponse_timeout = \"1s\"");
+    for layer in ["hyper", "native"] {
+        let proxy = Proxy::start_with(&toml, on_layer(&format!("https://{addr}"), layer)).await;
+        let started = std::time::Instant::now();
+        let res = support::send_raw(
+            proxy.addr,
+            b"GET /stalled HTTP/1.1\r\nHost: site.test\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(res.status, 504, "{layer}: {}", res.text());
+        assert!(started.elapsed() >= Duration::from_millis(900), "{layer}");
+        proxy.stop().await;
+    }
+    held.abort();
+}
+
 /// crawlgate's overrides for `upstream` on `layer`.
 fn on_layer(upstream: &str, layer: &str) -> Overrides {
     Overrides {
@@ -797,8 +830,10 @@ async fn an_https_upstream_gets_the_native_layers_own_bytes() {
                         return;
                     }
                     if bye {
-                        // close_notify, the connection kept open a while.
-                        let _ = tls.shutdown().await;
+                        // A close_notify alone, no FIN: the connection
+                        // stays open a while.
+                        tls.get_mut().1.send_close_notify();
+                        let _ = tls.flush().await;
                         tokio::time::sleep(Duration::from_secs(5)).await;
                         return;
                     }

@@ -185,12 +185,9 @@ impl Pool {
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host);
         let tls = match tls {
-            Some(tls) => {
-                let mut settings = tls.config.clone();
-                // As hyper's client offers it.
-                settings.alpn_protocols = vec![b"http/1.1".to_vec()];
-                Some((Arc::new(settings), tls.server_name(host)?))
-            }
+            // No ALPN protocol offered, as by hyper's client for HTTP/1
+            // alone: an upstream that knows no `http/1.1` still speaks it.
+            Some(tls) => Some((Arc::new(tls.config.clone()), tls.server_name(host)?)),
             None => None,
         };
         Ok(Self {
@@ -296,32 +293,33 @@ impl Pool {
         idle.sweeping
     }
 
-    /// A new connection, within the connect timeout (which holds for
-    /// the TLS handshake too: a failed one is a failure to connect, as
-    /// with hyper's client).
+    /// A new connection: TCP within the connect timeout, then the TLS
+    /// handshake for an `https://` upstream, bounded by the response
+    /// timeout the whole exchange is (a failed handshake is a failure to
+    /// connect, a 502; one that never ends, a 504: as with hyper's
+    /// client).
     async fn connect(&self) -> Result<Box<Conn>, Failure> {
-        let connecting = async {
-            let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
-            let _ = tcp.set_nodelay(true);
-            Ok(match &self.tls {
-                None => MaybeTls::Plain(tcp),
-                Some((settings, name)) => {
-                    let (tcp, session) = TlsConnector::from(Arc::clone(settings))
-                        .connect(name.clone(), tcp)
-                        .await?
-                        .into_inner();
-                    MaybeTls::Tls(TlsSocket::new(tcp, session))
-                }
-            })
-        };
-        let stream = match tokio::time::timeout(self.connect_timeout, connecting).await {
-            Ok(Ok(stream)) => stream,
+        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let tcp = match tokio::time::timeout(self.connect_timeout, connecting).await {
+            Ok(Ok(tcp)) => tcp,
             Ok(Err(err)) => return Err(Failure::connecting(err)),
             Err(_) => {
                 return Err(Failure::connecting(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "connect timed out",
                 )))
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let stream = match &self.tls {
+            None => MaybeTls::Plain(tcp),
+            Some((settings, name)) => {
+                let (tcp, session) = TlsConnector::from(Arc::clone(settings))
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(Failure::connecting)?
+                    .into_inner();
+                MaybeTls::Tls(TlsSocket::new(tcp, session))
             }
         };
         Ok(Box::new(Conn {
@@ -669,7 +667,7 @@ impl NativeBody {
         self.framing = Framing::Done;
         self.writing = None;
         if let (Some(conn), Some(pool)) = (self.conn.take(), self.pool.take()) {
-            if conn.buf.is_empty() {
+            if conn.buf.is_empty() && !conn.stream.holds_plaintext() {
                 pool.checkin(conn);
             }
         }

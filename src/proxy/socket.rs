@@ -99,31 +99,49 @@ pub enum MaybeTls {
 
 impl MaybeTls {
     /// Whether the peer has neither closed this idle connection nor sent
-    /// anything on it (a TLS session's own records, a ticket say, aside).
-    /// Known from the readiness tokio holds, without a system call unless
-    /// the socket is readable or `look` asks for a look into the socket
-    /// itself: tokio learns of bytes only when its driver turns.
+    /// anything on it. Known from the readiness tokio holds, without a
+    /// system call unless the socket is readable or `look` asks for a look
+    /// into the socket itself: tokio learns of bytes only when its driver
+    /// turns. Over TLS any byte that came makes the session unfit, even
+    /// one of a record with nothing for it (a late ticket, a key update):
+    /// part of an unasked answer's record cannot be told from a whole
+    /// record of the session's own without reading it to its end.
     pub fn is_quiet(&self, look: bool) -> bool {
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        match self.poll_read_ready(&mut cx) {
-            Poll::Pending if !look => true,
-            // Any byte, even one of a TLS record, is one too many.
-            Poll::Pending => matches!(
+        let peek = || {
+            matches!(
                 socket2::SockRef::from(self.tcp()).peek(&mut [std::mem::MaybeUninit::uninit(); 1]),
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock
-            ),
-            Poll::Ready(Err(_)) => false,
-            // A readiness left over from the last read, or really bytes
-            // (an end, an unasked answer): one read tells. Over TLS it
-            // takes in what records came, and says "would block" when
-            // they held no plaintext.
-            Poll::Ready(Ok(())) => matches!(
-                match self {
-                    Self::Plain(tcp) => tcp.try_read(&mut [0u8; 1]),
-                    Self::Tls(tls) => tls.try_read_with(|plain| plain.len().min(1)),
-                },
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock
-            ),
+            )
+        };
+        match self {
+            Self::Plain(tcp) => match tcp.poll_read_ready(&mut cx) {
+                Poll::Pending if !look => true,
+                Poll::Pending => peek(),
+                Poll::Ready(Err(_)) => false,
+                // A readiness left over from the last read, or really
+                // bytes (an end, an unasked answer): one read tells.
+                Poll::Ready(Ok(())) => matches!(
+                    tcp.try_read(&mut [0u8; 1]),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock
+                ),
+            },
+            Self::Tls(tls) if tls.holds_plaintext() => false,
+            Self::Tls(tls) => match tls.tcp().poll_read_ready(&mut cx) {
+                Poll::Pending if !look => true,
+                Poll::Ready(Err(_)) => false,
+                // A readiness left over from the last read, or bytes.
+                _ => peek(),
+            },
+        }
+    }
+
+    /// Whether bytes (or the end) were taken in past what was read: a TLS
+    /// session's plaintext not yet read.
+    pub fn holds_plaintext(&self) -> bool {
+        match self {
+            Self::Plain(_) => false,
+            Self::Tls(tls) => tls.holds_plaintext(),
         }
     }
 }

@@ -54,7 +54,7 @@ impl TlsSocket {
     /// else what the connection has, decrypted. `Ok(0)` at the end (a
     /// session the client closed, or a `take` with no room); `WouldBlock`
     /// when a whole record has not come yet.
-    pub(super) fn try_read_with(&self, mut take: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+    fn try_read_with(&self, mut take: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
         let mut tls = self.session();
         loop {
             let mut reader = tls.reader();
@@ -97,6 +97,14 @@ impl TlsSocket {
                 let _ = send(&mut tls, &self.tcp);
             }
         }
+    }
+
+    /// Whether rustls holds plaintext not yet read, or the session's end.
+    pub(super) fn holds_plaintext(&self) -> bool {
+        !matches!(
+            self.session().reader().fill_buf(),
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock
+        )
     }
 
     /// Queues a `close_notify` (rustls queues it once) and sends what is
@@ -153,9 +161,10 @@ impl Socket for TlsSocket {
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // Plaintext rustls holds (a next request read with this one), or
         // its end, is there already.
-        match self.session().reader().fill_buf() {
-            Err(err) if err.kind() == io::ErrorKind::WouldBlock => self.tcp.poll_read_ready(cx),
-            _ => Poll::Ready(Ok(())),
+        if self.holds_plaintext() {
+            Poll::Ready(Ok(()))
+        } else {
+            self.tcp.poll_read_ready(cx)
         }
     }
 
@@ -336,42 +345,53 @@ mod tests {
     }
 
     /// An idle upstream connection over TLS (the client's side taken
-    /// apart, as the upstream pool does) stays fit for use through
-    /// records that carry no bytes for it (a key update, as a ticket
-    /// would), and is seen unfit once the upstream sends bytes or closes.
+    /// apart, as the upstream pool does) is fit for use while nothing
+    /// came on it, and unfit once anything does: bytes, a `close_notify`
+    /// alone (no FIN), even a record with nothing for it (a key update),
+    /// which could as well be the start of an unasked answer's.
     #[tokio::test]
-    async fn an_idle_upstream_session_is_quiet_until_the_upstream_speaks() {
+    async fn an_idle_upstream_session_is_quiet_until_anything_comes() {
         use super::super::MaybeTls;
-        async fn settled(conn: &MaybeTls) {
-            tokio::time::timeout(std::time::Duration::from_secs(5), conn.tcp().readable())
-                .await
-                .expect("a record within 5 s")
-                .expect("readable");
-        }
-        for end in ["bytes", "close_notify"] {
+        for end in ["key update", "bytes", "close_notify"] {
             let (mut server, client) = sessions().await;
             let (tcp, session) = client.into_inner();
             let conn = MaybeTls::Tls(TlsSocket::new(tcp, session));
-            // The tickets sent after the handshake, then a key update.
-            server
-                .get_mut()
-                .1
-                .refresh_traffic_keys()
-                .expect("key update");
+            // The session's tickets come before a first answer, and are
+            // read with it.
+            server.write_all(b"x").await.expect("answer");
             server.flush().await.expect("sent");
-            settled(&conn).await;
-            assert!(conn.is_quiet(false), "{end}: a key update leaves it fit");
-            assert!(conn.is_quiet(true), "{end}: and nothing is left to see");
+            let mut buf = BytesMut::with_capacity(64);
+            let n = read_some(&conn, &mut buf, 64).await.expect("answer");
+            assert_eq!(&buf[..n], b"x");
+            assert!(conn.is_quiet(false) && conn.is_quiet(true), "{end}: fit");
             match end {
+                "key update" => server
+                    .get_mut()
+                    .1
+                    .refresh_traffic_keys()
+                    .expect("key update"),
                 "bytes" => server
                     .write_all(b"HTTP/1.1 200 OK\r\n")
                     .await
                     .expect("write"),
-                _ => server.shutdown().await.expect("close_notify"),
+                _ => server.get_mut().1.send_close_notify(),
             }
             server.flush().await.expect("sent");
-            settled(&conn).await;
-            assert!(!conn.is_quiet(false), "{end}: seen");
+            tokio::time::timeout(std::time::Duration::from_secs(5), conn.tcp().readable())
+                .await
+                .expect("a record within 5 s")
+                .expect("readable");
+            assert!(!conn.is_quiet(false), "{end}: seen from the readiness");
+            assert!(!conn.is_quiet(true), "{end}: seen by a look");
+            assert!(!conn.holds_plaintext(), "{end}: nothing read yet");
+            if end == "bytes" {
+                // Read in part: the rest stays with rustls, and the
+                // session is unfit for the pool.
+                let mut buf = BytesMut::with_capacity(4);
+                let n = read_some(&conn, &mut buf, 4).await.expect("read");
+                assert_eq!(n, 4);
+                assert!(conn.holds_plaintext() && !conn.is_quiet(false));
+            }
         }
     }
 
