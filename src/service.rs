@@ -7,7 +7,7 @@
 //! It is the only module where policy, proxy and responses meet.
 
 use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::cache::{self, BotCache, Probe};
 use crate::classify::UaClass;
-use crate::config::{AiKind, Limits, Mode};
+use crate::config::{Limits, Mode};
 use crate::framing;
 use crate::http1::{bodiless_status, Field};
 use crate::logging::LogLimiter;
@@ -40,13 +40,13 @@ use crate::sitemap::{self, serve::Sitemaps};
 use crate::state::{Snapshot, Worker};
 use crate::tunnel::{OwnConnection, Tunnel, UpgradeSlot, UpstreamHalf};
 use crate::validators;
-use crate::verify::signature::{self, Signed};
-use crate::verify::store::RangeStore;
-use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
+use crate::verify::{signature, Identity};
+use verify::verify_request;
 
 mod mode;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 /// What the connection tells about each of its requests.
 #[derive(Clone, Copy, Debug)]
@@ -466,126 +466,6 @@ where
                 .flatten();
             failed(shared, &err, pending, stale, &method)
         }
-    }
-}
-
-/// What verification says of a request: its Web Bot Auth signature, when
-/// it carries one (a browser never does), then the crawler claim of a
-/// robot's User-Agent `robot`; and the kind of AI crawler it claims to be.
-/// A valid signature verifies the request when it claims no operator or
-/// the operator it claims lists the signing agent; an invalid one makes
-/// it spoofed; a directory not had in time settles nothing.
-async fn verify_request(
-    store: &RangeStore,
-    worker: &Worker,
-    request: &signature::Request<'_>,
-    robot: Option<&[u8]>,
-    client: &(dyn Fn() -> IpAddr + Sync),
-) -> (Option<Identity>, Option<AiKind>) {
-    if let Some(checker) = worker
-        .signatures
-        .as_ref()
-        .filter(|_| signature::is_candidate(request.headers))
-    {
-        let now = crate::clock::unix_now();
-        let signed = checker.check(request, now).await;
-        let set = store.current();
-        let claim = robot.and_then(|ua| set.operators.claim(ua));
-        match signed {
-            Signed::Valid { agent } => {
-                let signer = set.operators.operator_of_agent(&agent);
-                match claim {
-                    Some(c) if Some(c.operator) != signer => {
-                        // Signed by somebody else than the operator it
-                        // names: the claim is judged on its own.
-                    }
-                    _ => {
-                        let identity = Identity::Verified(crate::verify::Method::Signature);
-                        set.count(signer, identity);
-                        return (Some(identity), claim.and_then(|c| c.ai));
-                    }
-                }
-            }
-            Signed::Invalid(why) => {
-                set.count(claim.map(|c| c.operator), Identity::Spoofed);
-                if let Some(suppressed) = SPOOFED.admit() {
-                    tracing::warn!(
-                        client = %client(),
-                        why,
-                        suppressed,
-                        "spoofed crawler: a Web Bot Auth signature that does not verify",
-                    );
-                }
-                // The AI kind its User-Agent claims still counts: a
-                // refused kind is refused whoever claims it.
-                return (Some(Identity::Spoofed), claim.and_then(|c| c.ai));
-            }
-            Signed::Unknown => {}
-        }
-    }
-    match robot {
-        Some(ua) => match verify_claim(store, worker, ua, client).await {
-            Some((identity, ai)) => (Some(identity), ai),
-            None => (None, None),
-        },
-        None => (None, None),
-    }
-}
-
-/// What verification says of a robot's User-Agent `ua` from `client` (the
-/// address, asked only once the User-Agent claims an operator), and the
-/// kind of AI crawler it claims to be: `None` when it claims no operator.
-/// Counted per operator and result; a spoofed claim is logged
-/// (rate-limited).
-async fn verify_claim(
-    store: &RangeStore,
-    worker: &Worker,
-    ua: &[u8],
-    client: &(dyn Fn() -> IpAddr + Sync),
-) -> Option<(Identity, Option<AiKind>)> {
-    let (step, operators, claim, client) = {
-        let set = store.current();
-        let claim = set.operators.claim(ua)?;
-        let client = client();
-        let found = set.table.lookup(client);
-        let step = by_ranges(&claim, found, set.loaded, worker.dns.is_some());
-        match step {
-            Step::Done(identity) => {
-                set.count(Some(claim.operator), identity);
-                if identity == Identity::Spoofed {
-                    log_spoofed(&set.operators, claim, ua, client, "ip ranges");
-                }
-                return Some((identity, claim.ai));
-            }
-            // Kept past the await: the set's operators, not the guard.
-            Step::AskDns => (step, Arc::clone(&set.operators), claim, client),
-        }
-    };
-    debug_assert_eq!(step, Step::AskDns);
-    let answer = match &worker.dns {
-        Some(dns) => dns.check(client).await,
-        None => DnsAnswer::Failed,
-    };
-    let identity = by_dns(&answer, &operators.operators[claim.operator].dns);
-    store.current().count(Some(claim.operator), identity);
-    if identity == Identity::Spoofed {
-        log_spoofed(&operators, claim, ua, client, "reverse DNS");
-    }
-    Some((identity, claim.ai))
-}
-
-static SPOOFED: LogLimiter = LogLimiter::new(5);
-
-fn log_spoofed(operators: &Operators, claim: Claim, ua: &[u8], client: IpAddr, method: &str) {
-    if let Some(suppressed) = SPOOFED.admit() {
-        tracing::warn!(
-            client = %client,
-            operator = &*operators.operators[claim.operator].name,
-            claims = operators.claimed_token(ua).unwrap_or("?"),
-            by = method,
-            suppressed,
-            "spoofed crawler: the User-Agent claims an operator whose own method says otherwise",
-        );
     }
 }
 
