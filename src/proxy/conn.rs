@@ -234,7 +234,7 @@ impl Pool {
                 idle.conns.clear();
                 return None;
             }
-            if conn.stream.is_quiet(conn.wary) {
+            if conn.is_open() {
                 return Some(conn);
             }
         }
@@ -284,9 +284,8 @@ impl Pool {
         let mut idle = self.idle();
         let now = Instant::now();
         let timeout = self.settings.idle_timeout;
-        idle.conns.retain(|i| {
-            now.duration_since(i.since) < timeout && i.conn.stream.is_quiet(i.conn.wary)
-        });
+        idle.conns
+            .retain(|i| now.duration_since(i.since) < timeout && i.conn.is_open());
         if idle.conns.is_empty() {
             idle.sweeping = false;
         }
@@ -385,6 +384,13 @@ enum Sent {
 }
 
 impl Conn {
+    /// Whether the upstream has neither closed this idle connection nor
+    /// sent anything on it ([`MaybeTls::is_quiet`]), looking into the
+    /// socket itself when the connection is [`Conn::wary`].
+    fn is_open(&self) -> bool {
+        self.stream.is_quiet(self.wary)
+    }
+
     /// Writes the head in `out`, then `body` while reading the answer's
     /// head. Also says whether the body was sent whole, or, when the
     /// answer came first, hands back the body's write, still going in a

@@ -197,11 +197,7 @@ async fn a_pooled_connection_closed_since_is_not_taken() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         let idle = pool.idle();
         // Seen closed, or already closed by the sweep that looks.
-        if idle
-            .conns
-            .back()
-            .is_none_or(|i| !i.conn.stream.is_quiet(i.conn.wary))
-        {
+        if idle.conns.back().is_none_or(|i| !i.conn.is_open()) {
             seen = true;
             break;
         }
