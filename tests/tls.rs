@@ -1091,6 +1091,21 @@ struct Answers<S> {
     buf: Vec<u8>,
 }
 
+impl Answers<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    /// An HTTP/1.1 connection over TLS to `addr` as `example.test`,
+    /// trusting `ca`.
+    async fn https(ca: &Ca, addr: std::net::SocketAddr) -> Self {
+        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
+        let io = t::handshake(addr, config, Some("example.test"))
+            .await
+            .expect("handshake");
+        Self {
+            io,
+            buf: Vec::new(),
+        }
+    }
+}
+
 impl<S: tokio::io::AsyncRead + Unpin> Answers<S> {
     async fn more(&mut self) -> bool {
         let mut piece = [0u8; 16 << 10];
@@ -1177,14 +1192,7 @@ async fn http1_over_tls_is_served_alike_on_both_layers() {
         )
         .await;
         let addr = proxy.tls_addr.expect("TLS listener");
-        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
-        let stream = t::handshake(addr, config, Some("example.test"))
-            .await
-            .expect("handshake");
-        let mut answers = Answers {
-            io: stream,
-            buf: Vec::new(),
-        };
+        let mut answers = Answers::https(&ca, addr).await;
         let upload = support::pattern_chunk(0, 100_000);
         let mut requests = Vec::new();
         let head = |line: &str, more: &str| {
@@ -1272,14 +1280,7 @@ async fn http1_over_tls_is_served_alike_on_both_layers() {
 
         // A head the service refuses (two Hosts): 400, closed, and over
         // TLS with the HSTS policy, on both layers.
-        let config = t::client_config(ca.roots(), &[b"http/1.1"]);
-        let stream = t::handshake(addr, config, Some("example.test"))
-            .await
-            .expect("handshake");
-        let mut refused = Answers {
-            io: stream,
-            buf: Vec::new(),
-        };
+        let mut refused = Answers::https(&ca, addr).await;
         refused
             .io
             .write_all(b"GET / HTTP/1.1\r\nHost: example.test\r\nHost: other.test\r\n\r\n")
@@ -1478,14 +1479,7 @@ async fn an_idle_https_connection_is_closed_cleanly() {
         Some("native"),
     )
     .await;
-    let config = t::client_config(ca.roots(), &[b"http/1.1"]);
-    let stream = t::handshake(proxy.tls_addr.expect("TLS"), config, Some("example.test"))
-        .await
-        .expect("handshake");
-    let mut answers = Answers {
-        io: stream,
-        buf: Vec::new(),
-    };
+    let mut answers = Answers::https(&ca, proxy.tls_addr.expect("TLS")).await;
     let request = format!("GET /a HTTP/1.1\r\nHost: example.test\r\nUser-Agent: {BROWSER}\r\n\r\n");
     answers
         .io
