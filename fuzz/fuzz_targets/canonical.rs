@@ -3,9 +3,8 @@
 //! and redirecting it again is the identity.
 #![no_main]
 
-use crawlgate::canonical::{location, split_authority, WwwMode};
-use crawlgate::canonical::HttpsRedirect;
-use crawlgate::config::RedirectConfig;
+use crawlgate::canonical::{location, split_authority};
+use crawlgate::config::{HttpsRedirect, RedirectConfig, WwwMode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

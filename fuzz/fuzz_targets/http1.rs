@@ -18,20 +18,8 @@ use libfuzzer_sys::fuzz_target;
 
 const MAX: usize = 8 * 1024;
 
-/// Piece lengths from a seed: 1 to 64 bytes each.
-fn pieces(seed: u8, len: usize) -> Vec<usize> {
-    let mut state = u32::from(seed) | 1;
-    let mut ends = Vec::new();
-    let mut at = 0;
-    while at < len {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        at = (at + 1 + (state % 64) as usize).min(len);
-        ends.push(at);
-    }
-    ends
-}
+mod pieces;
+use pieces::pieces;
 
 fuzz_target!(|input: &[u8]| {
     let Some((&seed, data)) = input.split_first() else {
@@ -82,6 +70,7 @@ fuzz_target!(|input: &[u8]| {
                 robot_class_header: &HeaderName::from_static("x-crawler-class"),
                 verified_header: &HeaderName::from_static("x-crawler-verified"),
                 upgrade: (seed & 2 == 2).then_some(&b"websocket"[..]),
+                chunked: head.body == BodyFraming::Chunked,
             },
         );
         let mut sent = Vec::new();
