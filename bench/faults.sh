@@ -18,8 +18,9 @@
 # crawlgate-mmap128k, under glibc's mmap threshold fixed at 128 KiB,
 # crawlgate+VAR=VALUE, under any one variable,
 # crawlgate-admin, with the admin listener (and so the live report) on and
-# /metrics scraped every second, crawlgate-native, on crawlgate's own
-# HTTP/1.1 layer (proxy.http1 = "native"), crawlgate-mimalloc (MIMALLOC_BIN, a build
+# /metrics scraped every second, crawlgate-native and crawlgate-hyper, on
+# crawlgate's own HTTP/1.1 layer (the default) or hyper's, named in the
+# config (proxy.http1), crawlgate-mimalloc (MIMALLOC_BIN, a build
 # with --features mimalloc) and crawlgate-baseline (BASELINE_BIN)),
 # CRAWLGATE_BIN (default: build target/release/crawlgate), WRAP (a command
 # crawlgate runs under, e.g. "valgrind --tool=massif --massif-out-file=F";
@@ -66,8 +67,10 @@ wait_port "$ORIGIN_PORT"
 sed -e '/^\[proxy\]/a response_timeout = "1s"' \
     -e '/^\[limits\]/a upstream_body_idle_timeout = "1s"' \
     bench/crawlgate.toml > "$RUN/crawlgate.toml"
-# The same on crawlgate's own HTTP/1.1 layer.
+# The same with the HTTP/1.1 layer named: crawlgate's own (the default,
+# for builds from before it was) and hyper's.
 sed -e '/^\[proxy\]/a http1 = "native"' "$RUN/crawlgate.toml" > "$RUN/crawlgate-native.toml"
+sed -e '/^\[proxy\]/a http1 = "hyper"' "$RUN/crawlgate.toml" > "$RUN/crawlgate-hyper.toml"
 # nginx-lean with the same timeouts (its defaults are 60 s).
 sed -e "s|@LISTEN@|127.0.0.1:$PEER_PORT|; s|@ORIGIN@|127.0.0.1:$ORIGIN_PORT|; s|@RUN@|$RUN|; s|@ACCESS_LOG@|off|" \
     -e 's|^\( *\)proxy_pass http://origin;|&\n\1proxy_connect_timeout 1s;\n\1proxy_read_timeout 1s;|' \
@@ -93,6 +96,7 @@ start_proxy() {
         crawlgate+*=*) env=("${1#crawlgate+}") ;;
         crawlgate-admin) admin=(--admin-listen "127.0.0.1:$ADMIN_PORT") ;;
         crawlgate-native) config=$RUN/crawlgate-native.toml ;;
+        crawlgate-hyper) config=$RUN/crawlgate-hyper.toml ;;
         crawlgate-mimalloc) bin=${MIMALLOC_BIN:?crawlgate-mimalloc needs MIMALLOC_BIN} ;;
         crawlgate-baseline) bin=${BASELINE_BIN:?crawlgate-baseline needs BASELINE_BIN} ;;
         *) echo "$BENCH: unknown proxy $1" >&2; exit 2 ;;

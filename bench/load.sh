@@ -31,9 +31,10 @@
 # crawlgate-noreport, the same build both with an admin listener, the live
 # crawl report on and off (bench/crawlgate-noreport.toml): what the report
 # costs per request),
-# NATIVE (1: also run crawlgate-native, the same build with crawlgate's own
-# HTTP/1.1 layer on the plain port (bench/crawlgate-native.toml): the two
-# layers side by side),
+# HYPER (1: also run crawlgate-hyper, the same build with hyper's HTTP/1.1
+# layer (bench/crawlgate-hyper.toml) instead of crawlgate's own, the
+# default: the two layers side by side; NATIVE=1 adds crawlgate-native,
+# with the layer set explicitly, for builds from before it was the default),
 # UPSTREAM_TLS (1: the proxies reach the origin over TLS, verified against
 # the throwaway certificate, kept alive: nginx-lean with proxy_ssl_verify,
 # crawlgate with proxy.upstream_ca; meant with ONLY=throughput),
@@ -212,6 +213,7 @@ start_proxy() {
         crawlgate-report) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-noreport) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-noreport.toml admin; PID=$CG_PID; PORT=$CG_PORT ;;
         crawlgate-native) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-native.toml; PID=$CG_PID; PORT=$CG_PORT ;;
+        crawlgate-hyper) start_crawlgate "$2" "$CRAWLGATE_BIN" bench/crawlgate-hyper.toml; PID=$CG_PID; PORT=$CG_PORT ;;
         nginx) start_peer "$2"; PID=$PEER_PID; PORT=$PEER_PORT ;;
         nginx-lean) start_peer "$2" bench/peers/nginx-lean.conf; PID=$PEER_PID; PORT=$PEER_PORT ;;
     esac
@@ -404,6 +406,7 @@ PROXIES=(crawlgate nginx-lean)
 [[ ${PROTECT:-0} == 1 ]] && PROXIES=(crawlgate-protect "${PROXIES[@]}")
 [[ ${VERIFY:-0} == 1 ]] && PROXIES=(crawlgate-verify "${PROXIES[@]}")
 [[ ${NATIVE:-0} == 1 ]] && PROXIES=(crawlgate-native "${PROXIES[@]}")
+[[ ${HYPER:-0} == 1 ]] && PROXIES=(crawlgate-hyper "${PROXIES[@]}")
 [[ ${REPORT:-0} == 1 ]] && PROXIES=(crawlgate-report crawlgate-noreport)
 # ONLY=memory and ONLY=tls skip the throughput runs (ONLY=throughput the rest).
 THROUGHPUT_ROUNDS=$ROUNDS
@@ -454,8 +457,9 @@ if ((TLS_ROUNDS)) && [[ -z $H2LOAD ]]; then
 fi
 TLS_PROXIES=(crawlgate nginx-lean)
 [[ -n ${BASELINE_BIN:-} ]] && TLS_PROXIES=(crawlgate-baseline "${TLS_PROXIES[@]}")
-# crawlgate-native: HTTP/1.1 over TLS and the upstream side on its own layer.
+# crawlgate-native / crawlgate-hyper: the layer named whatever the default.
 [[ ${NATIVE:-0} == 1 ]] && TLS_PROXIES=(crawlgate-native "${TLS_PROXIES[@]}")
+[[ ${HYPER:-0} == 1 ]] && TLS_PROXIES=(crawlgate-hyper "${TLS_PROXIES[@]}")
 for round in $(seq "$TLS_ROUNDS"); do
     n=${#TLS_PROXIES[@]}
     order=()
@@ -484,6 +488,7 @@ MEM=$RUN/memory.tsv
 : > "$MEM"
 MEM_PROXIES=(crawlgate nginx-lean)
 [[ ${NATIVE:-0} == 1 ]] && MEM_PROXIES=(crawlgate-native "${MEM_PROXIES[@]}")
+[[ ${HYPER:-0} == 1 ]] && MEM_PROXIES=(crawlgate-hyper "${MEM_PROXIES[@]}")
 [[ ${ONLY:-} == throughput || ${ONLY:-} == tls ]] && MEM_PROXIES=()
 IDLE_MODES=(plain)
 ((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)

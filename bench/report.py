@@ -66,6 +66,7 @@ def main() -> int:
             "crawlgate-baseline",
             "crawlgate",
             "crawlgate-native",
+            "crawlgate-hyper",
             "crawlgate-protect",
             "crawlgate-verify",
             "crawlgate-report",
@@ -145,6 +146,7 @@ def main() -> int:
                 f"{ratio(med(name, proxy, 'p99'), med(name, 'crawlgate', 'p99'))} |"
             )
 
+    on_off("crawlgate-hyper", "hyper's HTTP/1.1 layer (proxy.http1 = hyper)")
     on_off("crawlgate-native", "crawlgate's own HTTP/1.1 layer (proxy.http1 = native)")
     if any(p == "crawlgate-native" for _, p in runs) and any(p == "nginx-lean" for _, p in runs):
         print("\ncrawlgate-native against nginx-lean:\n")

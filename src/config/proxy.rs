@@ -107,13 +107,13 @@ pub struct ProxyConfig {
 /// `http://` upstream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Http1Layer {
-    /// hyper's (the default until the native layer has passed every test
-    /// and benchmark).
-    #[default]
+    /// hyper's, kept as the reference and as a fallback an operator can
+    /// switch back to with one line.
     Hyper,
     /// crawlgate's own (`crate::server::native` and the upstream
     /// connections of `crate::proxy`): heads parsed in place, no buffer
-    /// held by an idle keep-alive connection, strict framing.
+    /// held by an idle keep-alive connection, strict framing. The default.
+    #[default]
     Native,
 }
 
@@ -127,10 +127,11 @@ impl Http1Layer {
     }
 }
 
-/// `proxy.http1`, validated (default `hyper`).
+/// `proxy.http1`, validated (default `native`).
 fn http1_layer(raw: Option<&str>) -> Result<Http1Layer, ConfigError> {
     match raw {
-        None | Some("hyper") => Ok(Http1Layer::Hyper),
+        None => Ok(Http1Layer::default()),
+        Some("hyper") => Ok(Http1Layer::Hyper),
         Some("native") => Ok(Http1Layer::Native),
         Some(other) => Err(invalid(
             "proxy.http1",

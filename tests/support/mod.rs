@@ -517,9 +517,14 @@ pub fn layer_under_test() -> Option<String> {
 }
 
 /// Whether the suite runs on crawlgate's own HTTP/1.1 layer (where it is
-/// stricter than hyper's, a test says which answer each layer gives).
+/// stricter than hyper's, a test says which answer each layer gives):
+/// when `CRAWLGATE_TEST_HTTP1` names it, or names none and it is the
+/// config's default.
 pub fn native_layer() -> bool {
-    layer_under_test().as_deref() == Some("native")
+    match layer_under_test().as_deref() {
+        Some(layer) => layer == "native",
+        None => crawlgate::config::Http1Layer::default() == crawlgate::config::Http1Layer::Native,
+    }
 }
 
 /// Overrides for crawlgate in front of `upstream` with an admin listener
