@@ -489,6 +489,7 @@ MEM=$RUN/memory.tsv
 MEM_PROXIES=(crawlgate nginx-lean)
 [[ ${NATIVE:-0} == 1 ]] && MEM_PROXIES=(crawlgate-native "${MEM_PROXIES[@]}")
 [[ ${HYPER:-0} == 1 ]] && MEM_PROXIES=(crawlgate-hyper "${MEM_PROXIES[@]}")
+[[ -n ${BASELINE_BIN:-} ]] && MEM_PROXIES=(crawlgate-baseline "${MEM_PROXIES[@]}")
 [[ ${ONLY:-} == throughput || ${ONLY:-} == tls ]] && MEM_PROXIES=()
 IDLE_MODES=(plain)
 ((${#CG_TLS_ARGS[@]})) && IDLE_MODES+=(tls)

@@ -210,7 +210,7 @@ def main() -> int:
                 ok = False
     print(f"| proxy | KiB per idle keep-alive connection | streamed down MiB/s | streamed up MiB/s | peak RSS MiB |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for proxy in ["crawlgate", "crawlgate-native", "nginx-lean"]:
+    for proxy in ["crawlgate-baseline", "crawlgate", "crawlgate-native", "crawlgate-hyper", "nginx-lean"]:
         if proxy not in idle and proxy not in streams:
             continue
         per_conn, n = idle.get(proxy, (0, 0))
@@ -222,7 +222,7 @@ def main() -> int:
     if "crawlgate-tls" in idle:
         figures = ", ".join(
             f"{proxy} {idle[proxy + '-tls'][0]:.1f} KiB ({idle[proxy + '-tls'][1]} connections)"
-            for proxy in ["crawlgate", "crawlgate-native", "nginx-lean"]
+            for proxy in ["crawlgate-baseline", "crawlgate", "crawlgate-native", "crawlgate-hyper", "nginx-lean"]
             if proxy + "-tls" in idle
         )
         print(f"\nPer idle keep-alive connection over TLS (one request each): {figures}")

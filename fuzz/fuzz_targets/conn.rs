@@ -78,6 +78,15 @@ static SETUP: OnceLock<Setup> = OnceLock::new();
 
 fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
+        // As in crawlgate's own binary, whose Rust runtime ignores SIGPIPE:
+        // a write to a connection its peer has reset is an error, not the
+        // end of the process. libFuzzer's `main` is C's and leaves the
+        // default, which ended a first run (a `writev`, which std does not
+        // send with MSG_NOSIGNAL, to a peer that had reset).
+        // SAFETY: called once, before any thread of ours writes to a socket.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
