@@ -14,6 +14,19 @@ use crate::verify::signature::{self, Signed};
 use crate::verify::store::RangeStore;
 use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
 
+/// Whether [`verify_request`] has anything to do: a signature to check
+/// (signatures on, and the request carries one) or a robot's claim. When
+/// not, it would say `(None, None)`, and its future (several KiB, copied
+/// into place when made) is not made at all: a browser's request pays
+/// nothing for verification.
+pub(super) fn asks_verification(
+    worker: &Worker,
+    headers: &http::HeaderMap,
+    robot: Option<&[u8]>,
+) -> bool {
+    robot.is_some() || (worker.signatures.is_some() && signature::is_candidate(headers))
+}
+
 /// What verification says of a request: its Web Bot Auth signature, when
 /// it carries one (a browser never does), then the crawler claim of a
 /// robot's User-Agent `robot`; and the kind of AI crawler it claims to be.
