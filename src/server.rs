@@ -5,10 +5,10 @@
 //! running [`serve_worker`], until told to stop; [`crate::run::Runner`]
 //! drives it. The plain port speaks HTTP/1.1 (and h2c with prior
 //! knowledge when `proxy.h2c` is on); the TLS port speaks what ALPN chose,
-//! `h2` or `http/1.1`. HTTP/1.1 is served by hyper's layer or, with
-//! `proxy.http1 = "native"`, by crawlgate's own (`native`, which hands a
-//! plain connection that opens with HTTP/2's preface back when h2c is
-//! on); HTTP/2 always by hyper's.
+//! `h2` or `http/1.1`. HTTP/1.1 is served by crawlgate's own layer
+//! (`native`, the default, which hands a plain connection that opens with
+//! HTTP/2's preface back when h2c is on) or, with `proxy.http1 = "hyper"`,
+//! by hyper's; HTTP/2 always by hyper's.
 //!
 //! Every connection has a header-read timeout (also the TLS handshake's and
 //! the HTTP/1 keep-alive idle time), an idle timeout when it speaks HTTP/2

@@ -1,4 +1,5 @@
-//! crawlgate's own HTTP/1.1 server connection (`proxy.http1 = "native"`),
+//! crawlgate's own HTTP/1.1 server connection (`proxy.http1 = "native"`,
+//! the default),
 //! for HTTP/1.1 connections, plain or over TLS (a TLS session after its
 //! handshake is driven by [`TlsSocket`], read and written as a plain
 //! connection is).
