@@ -115,7 +115,11 @@ async fn start(refused: Arc<Mutex<Option<String>>>) -> SocketAddr {
             };
             let refused = Arc::clone(&refused);
             tokio::spawn(async move {
+                // Room for every field the proxy may pass (its
+                // `limits.max_headers`, 100) and those it adds: hyper's
+                // server, like Apache, refuses more than 100 by default.
                 let served = hyper::server::conn::http1::Builder::new()
+                    .max_headers(256)
                     .serve_connection(TokioIo::new(stream), hyper::service::service_fn(answer))
                     .with_upgrades()
                     .await;
