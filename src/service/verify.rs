@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::config::AiKind;
 use crate::logging::LogLimiter;
 use crate::state::Worker;
-use crate::verify::signature::{self, Signed};
+use crate::verify::signature::{self, SignatureChecker, Signed};
 use crate::verify::store::RangeStore;
 use crate::verify::{by_dns, by_ranges, Claim, DnsAnswer, Identity, Operators, Step};
 
@@ -24,7 +24,19 @@ pub(super) fn asks_verification(
     headers: &http::HeaderMap,
     robot: Option<&[u8]>,
 ) -> bool {
-    robot.is_some() || (worker.signatures.is_some() && signature::is_candidate(headers))
+    robot.is_some() || signature_to_check(worker, headers).is_some()
+}
+
+/// The worker's signature checker, when signatures are on and `headers`
+/// carry one to check.
+fn signature_to_check<'w>(
+    worker: &'w Worker,
+    headers: &http::HeaderMap,
+) -> Option<&'w SignatureChecker> {
+    worker
+        .signatures
+        .as_ref()
+        .filter(|_| signature::is_candidate(headers))
 }
 
 /// What verification says of a request: its Web Bot Auth signature, when
@@ -40,11 +52,7 @@ pub(super) async fn verify_request(
     robot: Option<&[u8]>,
     client: &(dyn Fn() -> IpAddr + Sync),
 ) -> (Option<Identity>, Option<AiKind>) {
-    if let Some(checker) = worker
-        .signatures
-        .as_ref()
-        .filter(|_| signature::is_candidate(request.headers))
-    {
+    if let Some(checker) = signature_to_check(worker, request.headers) {
         let now = crate::clock::unix_now();
         let signed = checker.check(request, now).await;
         let set = store.current();
